@@ -1,0 +1,69 @@
+defmodule Nx.Vulkan do
+  @moduledoc """
+  nx_vulkan: an `Nx` backend on any Vulkan device. See `Nx.Vulkan.Backend`.
+
+      Nx.default_backend(Nx.Vulkan.Backend)
+      t = Nx.tensor([1.0, 2.0, 3.0]) |> Nx.exp()   # recorded on the device's pending queue
+      Nx.to_binary(t)                              # flushes, downloads
+
+  ## Environment
+
+    * `NXV_BATCH_MAX` - pending dispatches that trigger a submission (default 64; `0` submits
+      every op on its own). Read at application start; anything but a non-negative integer is an
+      error.
+    * `NXV_DEVICE` - device index (default: the best compute device: discrete, integrated,
+      virtual, CPU).
+    * `NXV_DEVICE_CLASS` - overrides `Nx.Vulkan.Device.class/0`.
+    * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`).
+    * `NXV_PRECISE` - `0` makes f32 math use the GPU's native functions instead of f64.
+  """
+  alias Nx.Vulkan.Native
+
+  @default_batch_max 64
+
+  @doc "Submits all pending device work and waits for it."
+  @spec flush() :: :ok
+  def flush, do: Native.flush() |> Native.unwrap!()
+
+  @doc """
+  Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
+  flushes by reason, GPU-thread time spent recording/submitting/waiting (ns), pipelines created
+  vs cache hits, live and peak device bytes.
+  """
+  @spec stats() :: map
+  def stats, do: Native.stats()
+
+  @doc "The pending-dispatch cap in force."
+  def batch_max, do: stats().batch_max
+
+  @doc """
+  Sets the pending-dispatch cap at run time (normally set from `NXV_BATCH_MAX` at start).
+  Results never depend on it; only when work is submitted does.
+  """
+  def set_batch_max(n) when is_integer(n) and n >= 0, do: Native.set_batch_max(n) |> Native.unwrap!()
+
+  def set_batch_max(n),
+    do: raise(ArgumentError, "batch max must be a non-negative integer, got: #{inspect(n)}")
+
+  @doc false
+  def batch_max_from_env! do
+    case System.get_env("NXV_BATCH_MAX") do
+      nil ->
+        @default_batch_max
+
+      "" ->
+        @default_batch_max
+
+      value ->
+        case Integer.parse(String.trim(value)) do
+          {n, ""} when n >= 0 ->
+            n
+
+          _ ->
+            raise ArgumentError,
+                  "NXV_BATCH_MAX must be a non-negative integer (0 = submit every op on its own), " <>
+                    "got: #{inspect(value)}"
+        end
+    end
+  end
+end

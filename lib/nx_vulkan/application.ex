@@ -1,0 +1,11 @@
+defmodule Nx.Vulkan.Application do
+  @moduledoc false
+  use Application
+
+  @impl true
+  def start(_type, _args) do
+    Nx.Vulkan.Fallback.create_table()
+    Nx.Vulkan.Native.set_batch_max(Nx.Vulkan.batch_max_from_env!()) |> Nx.Vulkan.Native.unwrap!()
+    Supervisor.start_link([], strategy: :one_for_one, name: Nx.Vulkan.Supervisor)
+  end
+end

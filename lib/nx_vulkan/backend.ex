@@ -1,0 +1,511 @@
+defmodule Nx.Vulkan.Backend do
+  @moduledoc """
+  An `Nx.Backend` that keeps tensors in Vulkan device memory and runs ops as compute dispatches.
+
+  ## Where it differs from `Nx.BinaryBackend`
+
+    * Ops are recorded onto one pending queue and run when the host needs data (`to_binary`,
+      `inspect`, a host fallback, `Nx.Vulkan.flush/0`) or when `NXV_BATCH_MAX` dispatches are
+      pending. Results do not depend on when that happens.
+    * f32 math routes through f64 and rounds once when the device has shaderFloat64 (as the
+      BinaryBackend does through Erlang's f64 `:math`); f64 exp/log/tanh/pow use the crate's own
+      f64 routines (about 1 ulp). Without shaderFloat64 (or with `NXV_PRECISE=0`) f32 math uses
+      the GPU's native functions, which may differ in the last digits.
+    * Sums are tree-ordered per output element (deterministic, but not the BinaryBackend's
+      left-to-right order), accumulated in f64 for f32 under the precise path; `dot` accumulates
+      in its own type.
+    * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
+      available). The README lists them.
+    * `backend_deallocate/1` returns `:ok` and the memory is released when the tensor is garbage
+      collected (and its pending work is done).
+
+  ## Options
+
+    * `:device` - the device index; must be the device chosen for the process (`NXV_DEVICE`),
+      since one Vulkan context serves the whole VM.
+
+  ## Inspect
+
+  `inspect/2` names the backend on its own line unless `config :nx_vulkan,
+  add_backend_on_inspect: false` (set in this project's tests so Nx's doctests compare equal).
+  """
+  @behaviour Nx.Backend
+
+  defstruct [:ref]
+
+  alias Nx.Tensor, as: T
+  alias Nx.Vulkan.{Fallback, Native}
+
+  ## Creation
+
+  @impl true
+  def init(opts) do
+    opts = Keyword.validate!(opts, [:device])
+
+    case opts[:device] do
+      nil ->
+        opts
+
+      index ->
+        chosen = Nx.Vulkan.Device.info().index
+
+        if index != chosen do
+          raise ArgumentError,
+                "Nx.Vulkan.Backend runs on device #{chosen} in this VM; " <>
+                  "choose the device with NXV_DEVICE=#{index} before start, got device: #{inspect(index)}"
+        end
+
+        opts
+    end
+  end
+
+  @impl true
+  def constant(%T{type: type} = out, number, opts) do
+    case elem_bytes(type) do
+      bytes when bytes in [1, 2, 4, 8] ->
+        <<bits::unsigned-little-size(bytes * 8)>> =
+          Nx.BinaryBackend.constant(%{out | shape: {}}, number, []) |> Nx.BinaryBackend.to_binary(1)
+
+        Native.fill(bytes, Nx.size(out), bits) |> result(out, :constant, [out, number, opts])
+
+      _ ->
+        Fallback.run(:constant, "no fill kernel for #{Nx.Type.to_string(type)}", [out, number, opts])
+    end
+  end
+
+  @impl true
+  def from_binary(%T{} = out, binary, _opts) do
+    Native.upload(binary) |> Native.unwrap!() |> wrap(out)
+  end
+
+  @impl true
+  def eye(%T{shape: shape, type: type} = out, opts) do
+    rank = tuple_size(shape)
+    cols = elem(shape, rank - 1)
+    rows = elem(shape, rank - 2)
+    Native.iota(type, Nx.size(shape), cols, rows, true) |> result(out, :eye, [out, opts])
+  end
+
+  @impl true
+  def iota(%T{shape: shape, type: type} = out, axis, opts) do
+    {inner, dim} =
+      case axis do
+        nil -> {1, 0}
+        axis -> {shape |> Tuple.to_list() |> Enum.drop(axis + 1) |> Enum.product(), elem(shape, axis)}
+      end
+
+    Native.iota(type, Nx.size(shape), inner, dim, false) |> result(out, :iota, [out, axis, opts])
+  end
+
+  ## Transfer
+
+  @impl true
+  def to_binary(%T{type: {_, bits}} = t, limit) do
+    Native.download(ref!(t), div(min(limit, Nx.size(t)) * bits + 7, 8)) |> Native.unwrap!()
+  end
+
+  @impl true
+  def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
+  def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t, Nx.size(t)), opts)
+
+  @impl true
+  def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
+  def backend_transfer(%T{} = t, backend, opts), do: backend_copy(t, backend, opts)
+
+  @impl true
+  def backend_deallocate(%T{}), do: :ok
+
+  @impl true
+  def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = t, opts) do
+    batch = elem(out_shape, 0)
+    axis_size = elem(shape, 0)
+    full = div(axis_size, batch)
+    leftover = rem(axis_size, batch)
+    row = div(Nx.size(t), axis_size)
+
+    batches =
+      for i <- 0..(full - 1)//1 do
+        view(out, t, i * batch * row, contiguous_strides(out_shape))
+      end
+
+    if leftover != 0 and opts[:leftover] == :repeat do
+      # The last batch wraps around: the tail of t, then its head.
+      tail = slice(%{out | shape: put_elem(out_shape, 0, leftover)}, t, [full * batch | zeros(shape)], [leftover | tl(Tuple.to_list(out_shape))], ones(shape))
+      head = slice(%{out | shape: put_elem(out_shape, 0, batch - leftover)}, t, [0 | zeros(shape)], [batch - leftover | tl(Tuple.to_list(out_shape))], ones(shape))
+      batches ++ [concatenate(out, [tail, head], 0)]
+    else
+      batches
+    end
+  end
+
+  @impl true
+  def inspect(%T{} = t, inspect_opts) do
+    limit = if inspect_opts.limit == :infinity, do: Nx.size(t), else: inspect_opts.limit + 1
+    doc = Nx.Backend.inspect(t, to_binary(t, limit), inspect_opts)
+
+    if Application.get_env(:nx_vulkan, :add_backend_on_inspect, true) do
+      Inspect.Algebra.concat(["Nx.Vulkan.Backend", Inspect.Algebra.line(), doc])
+    else
+      doc
+    end
+  end
+
+  @impl true
+  def from_pointer(_, _, _, _, _),
+    do: raise(ArgumentError, "Nx.Vulkan.Backend does not support pointer manipulation")
+
+  @impl true
+  def to_pointer(_, _),
+    do: raise(ArgumentError, "Nx.Vulkan.Backend does not support pointer manipulation")
+
+  ## Shape: metadata only
+
+  @impl true
+  def reshape(out, %T{data: data}), do: %{out | data: data}
+
+  @impl true
+  def squeeze(out, %T{data: data}, _axes), do: %{out | data: data}
+
+  @impl true
+  def bitcast(out, %T{data: data}), do: %{out | data: data}
+
+  ## Shape: strided copies
+
+  @impl true
+  def transpose(%T{} = out, %T{shape: shape} = t, axes) do
+    strides = contiguous_strides(shape)
+    view(out, t, 0, Enum.map(axes, &elem(strides, &1))) || fallback(:transpose, [out, t, axes])
+  end
+
+  @impl true
+  def broadcast(%T{shape: out_shape} = out, %T{shape: shape} = t, _shape, axes) do
+    strides = contiguous_strides(shape)
+    axis_of = axes |> Enum.with_index() |> Map.new()
+
+    out_strides =
+      for d <- 0..(tuple_size(out_shape) - 1)//1 do
+        case axis_of do
+          %{^d => i} -> if elem(shape, i) == elem(out_shape, d), do: elem(strides, i), else: 0
+          _ -> 0
+        end
+      end
+
+    view(out, t, 0, out_strides) || fallback(:broadcast, [out, t, out_shape, axes])
+  end
+
+  @impl true
+  def slice(%T{} = out, %T{shape: shape} = t, starts, lengths, steps) do
+    starts = clamp_starts(starts, shape, lengths)
+    strides = contiguous_strides(shape)
+    offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
+    view_strides = Enum.with_index(steps, fn step, d -> step * elem(strides, d) end)
+    view(out, t, offset, view_strides) || fallback(:slice, [out, t, starts, lengths, steps])
+  end
+
+  @impl true
+  def reverse(%T{} = out, %T{shape: shape} = t, axes) do
+    strides = contiguous_strides(shape)
+
+    {offset, view_strides} =
+      Enum.reduce(0..(tuple_size(shape) - 1)//1, {0, []}, fn d, {offset, acc} ->
+        stride = elem(strides, d)
+
+        if d in axes,
+          do: {offset + (elem(shape, d) - 1) * stride, [-stride | acc]},
+          else: {offset, [stride | acc]}
+      end)
+
+    view(out, t, offset, Enum.reverse(view_strides)) || fallback(:reverse, [out, t, axes])
+  end
+
+  @impl true
+  def concatenate(%T{shape: out_shape, type: type} = out, tensors, axis) do
+    with bytes when bytes != nil <- elem_bytes(type),
+         tensors = Enum.map(tensors, &cast(&1, type)),
+         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
+      out_strides = contiguous_strides(out_shape)
+
+      Enum.reduce(tensors, 0, fn %T{shape: shape} = t, position ->
+        copy_into!(bytes, dst, position * elem(out_strides, axis), Tuple.to_list(out_strides), t)
+        position + elem(shape, axis)
+      end)
+
+      wrap(dst, out)
+    else
+      _ -> fallback(:concatenate, [out, tensors, axis])
+    end
+  end
+
+  @impl true
+  def stack(%T{shape: out_shape, type: type} = out, tensors, axis) do
+    with bytes when bytes != nil <- elem_bytes(type),
+         tensors = Enum.map(tensors, &cast(&1, type)),
+         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
+      out_strides = contiguous_strides(out_shape)
+      # Each input fills one index of the new axis: skip that axis in the output strides.
+      dst_strides = out_strides |> Tuple.delete_at(axis) |> Tuple.to_list()
+
+      tensors
+      |> Enum.with_index()
+      |> Enum.each(fn {t, i} -> copy_into!(bytes, dst, i * elem(out_strides, axis), dst_strides, t) end)
+
+      wrap(dst, out)
+    else
+      _ -> fallback(:stack, [out, tensors, axis])
+    end
+  end
+
+  @impl true
+  def put_slice(%T{shape: shape, type: type} = out, t, starts, slice) do
+    slice = cast(slice, type)
+
+    with bytes when bytes != nil <- elem_bytes(type),
+         %T{data: %__MODULE__{ref: dst}} <- copy(cast(t, type)) do
+      starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
+      strides = contiguous_strides(shape)
+      offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
+      copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
+      wrap(dst, out)
+    else
+      _ -> fallback(:put_slice, [out, t, starts, slice])
+    end
+  end
+
+  @impl true
+  def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
+    with bytes when bytes != nil <- elem_bytes(type),
+         # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
+         %T{data: %__MODULE__{ref: dst}} <-
+           view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
+      out_strides = contiguous_strides(out_shape)
+      in_strides = contiguous_strides(shape)
+
+      # Per axis: the input indices that land inside the output, and where they land.
+      axes =
+        for {{lo, _hi, interior}, d} <- Enum.with_index(config) do
+          n = elem(shape, d)
+          step = interior + 1
+          first = if lo < 0, do: div(-lo + step - 1, step), else: 0
+          last = min(n - 1, Integer.floor_div(elem(out_shape, d) - 1 - lo, step))
+          {first, last - first + 1, lo + first * step, step, d}
+        end
+
+      if Enum.all?(axes, fn {_, count, _, _, _} -> count > 0 end) do
+        src_offset = axes |> Enum.map(fn {first, _, _, _, d} -> first * elem(in_strides, d) end) |> Enum.sum()
+        dst_offset = axes |> Enum.map(fn {_, _, pos, _, d} -> pos * elem(out_strides, d) end) |> Enum.sum()
+        dims = Enum.map(axes, &elem(&1, 1))
+        dst_strides = Enum.map(axes, fn {_, _, _, step, d} -> step * elem(out_strides, d) end)
+        src_strides = Enum.map(axes, fn {_, _, _, _, d} -> elem(in_strides, d) end)
+
+        Native.copy_into(bytes, dst, dst_offset, dst_strides, ref!(t), src_offset, src_strides, dims)
+        |> Native.unwrap!()
+      end
+
+      wrap(dst, out)
+    else
+      _ -> fallback(:pad, [out, t, pad_value, config])
+    end
+  end
+
+  @impl true
+  def as_type(%T{type: type} = out, %T{type: type} = t), do: %{out | data: t.data}
+
+  def as_type(%T{type: to} = out, %T{type: from} = t) do
+    Native.as_type(from, to, ref!(t), Nx.size(t)) |> result(out, :as_type, [out, t])
+  end
+
+  ## Element-wise
+
+  @device_unary [:negate, :abs, :sign, :floor, :ceil, :round, :exp, :expm1, :log, :log1p] ++
+                  [:sqrt, :rsqrt, :tanh, :sigmoid]
+
+  for op <- @device_unary do
+    @impl true
+    def unquote(op)(%T{type: type} = out, %T{} = t) do
+      t = cast(t, type)
+      Native.unary_op(unquote(op), type, ref!(t), Nx.size(t)) |> result(out, unquote(op), [out, t])
+    end
+  end
+
+  @device_arithmetic [:add, :subtract, :multiply, :divide, :max, :min, :pow]
+
+  for op <- @device_arithmetic do
+    @impl true
+    def unquote(op)(%T{type: type} = out, %T{} = a, %T{} = b) do
+      binary_op(unquote(op), type, out, cast(a, type), cast(b, type))
+    end
+  end
+
+  @device_predicates [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] ++
+                       [:logical_and, :logical_or, :logical_xor]
+
+  for op <- @device_predicates do
+    @impl true
+    def unquote(op)(%T{} = out, %T{type: a_type} = a, %T{type: b_type} = b) do
+      type = Nx.Type.merge(a_type, b_type)
+      binary_op(unquote(op), type, out, cast(a, type), cast(b, type))
+    end
+  end
+
+  defp binary_op(op, type, out, a, b) do
+    Native.binary_op(op, type, ref!(a), shape_list(a), ref!(b), shape_list(b), shape_list(out))
+    |> result(out, op, [out, a, b])
+  end
+
+  @impl true
+  def select(%T{type: type} = out, %T{type: {:u, 8}} = pred, on_true, on_false) do
+    on_true = cast(on_true, type)
+    on_false = cast(on_false, type)
+
+    case elem_bytes(type) do
+      nil ->
+        fallback(:select, [out, pred, on_true, on_false])
+
+      bytes ->
+        Native.select(bytes, ref!(pred), shape_list(pred), ref!(on_true), shape_list(on_true),
+          ref!(on_false), shape_list(on_false), shape_list(out))
+        |> result(out, :select, [out, pred, on_true, on_false])
+    end
+  end
+
+  def select(out, pred, on_true, on_false) do
+    # Any other predicate type: compare with zero on the device first.
+    zero = constant(%{pred | shape: {}}, 0, [])
+    select(out, not_equal(%{pred | type: {:u, 8}}, pred, zero), on_true, on_false)
+  end
+
+  @impl true
+  def clip(%T{} = out, t, min, max) do
+    max(out, min(out, t, max), min)
+  end
+
+  ## Aggregates
+
+  for op <- [:sum, :product, :reduce_max, :reduce_min] do
+    @impl true
+    def unquote(op)(%T{type: type} = out, %T{shape: shape} = t, opts) do
+      axes = opts[:axes] || Nx.axes(shape)
+      t = cast(t, type)
+
+      Native.reduce(unquote(op), type, ref!(t), shape_list(t), axes)
+      |> result(out, unquote(op), [out, t, opts])
+    end
+  end
+
+  @impl true
+  def dot(%T{type: type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+    a = cast(a, type)
+    b = cast(b, type)
+
+    Native.dot(type, ref!(a), shape_list(a), a_contract, a_batch, ref!(b), shape_list(b), b_contract, b_batch)
+    |> result(out, :dot, [out, a, a_contract, a_batch, b, b_contract, b_batch])
+  end
+
+  ## Block
+
+  @impl true
+  def block(struct, _output, args, fun), do: apply(fun, [struct | args])
+
+  ## Everything else: the host fallback (listed in the README's coverage table)
+
+  device_unary = @device_unary
+
+  host_unary =
+    (Enum.map(Nx.Shared.unary_math_funs(), &elem(&1, 0)) ++
+       [:abs, :bitwise_not, :ceil, :conjugate, :floor, :negate, :round, :sign] ++
+       [:count_leading_zeros, :population_count, :real, :imag, :is_nan, :is_infinity])
+    |> Enum.uniq()
+    |> Kernel.--(device_unary)
+
+  host_binary =
+    [:remainder, :atan2, :quotient, :bitwise_and, :bitwise_or, :bitwise_xor] ++
+      [:left_shift, :right_shift]
+
+  host_ops =
+    Enum.map(host_unary, &{&1, 2}) ++
+      Enum.map(host_binary, &{&1, 3}) ++
+      [all: 3, any: 3, argmax: 3, argmin: 3, reduce: 5, window_reduce: 6] ++
+      [window_sum: 4, window_product: 4, window_max: 4, window_min: 4] ++
+      [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
+      [gather: 4, indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
+
+  for {op, arity} <- host_ops do
+    args = Macro.generate_arguments(arity, __MODULE__)
+
+    @impl true
+    def unquote(op)(unquote_splicing(args)) do
+      Fallback.run(unquote(op), "no device kernel yet", unquote(args))
+    end
+  end
+
+  ## Helpers
+
+  defp fallback(op, args), do: Fallback.run(op, "not expressible with the device's kernels", args)
+
+  # The one place a NIF result becomes a tensor: unsupported work goes to the host fallback.
+  defp result({:ok, ref}, out, _op, _args), do: wrap(ref, out)
+  defp result({:error, {:unsupported, reason}}, _out, op, args), do: Fallback.run(op, reason, args)
+  defp result(error, _out, _op, _args), do: Native.unwrap!(error)
+
+  defp wrap(ref, %T{} = out), do: %{out | data: %__MODULE__{ref: ref}}
+
+  # The device buffer of a tensor; tensors of other backends are uploaded first.
+  defp ref!(%T{data: %__MODULE__{ref: ref}}), do: ref
+
+  defp ref!(%T{} = t) do
+    t |> Nx.to_binary() |> Native.upload() |> Native.unwrap!()
+  end
+
+  defp cast(%T{type: type} = t, type), do: t
+  defp cast(%T{} = t, type), do: as_type(%{t | type: type}, t)
+
+  defp copy(%T{shape: shape} = t), do: view(t, t, 0, contiguous_strides(shape) |> Tuple.to_list())
+
+  # A new contiguous tensor `out` read from `t` at `offset` through `strides`; nil when the kernel
+  # cannot express it (sub-byte types, rank beyond the kernels' limit).
+  defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
+    strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
+
+    with bytes when bytes != nil <- elem_bytes(type),
+         {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
+      wrap(ref, out)
+    else
+      nil -> nil
+      {:error, {:unsupported, _}} -> nil
+      error -> Native.unwrap!(error)
+    end
+  end
+
+  defp copy_into!(bytes, dst, dst_offset, dst_strides, %T{shape: shape} = src) do
+    src_strides = contiguous_strides(shape) |> Tuple.to_list()
+
+    Native.copy_into(bytes, dst, dst_offset, dst_strides, ref!(src), 0, src_strides, Tuple.to_list(shape))
+    |> Native.unwrap!()
+  end
+
+  defp elem_bytes({_, bits}) when bits >= 8 and bits <= 64, do: div(bits, 8)
+  defp elem_bytes(_), do: nil
+
+  defp shape_list(%T{shape: shape}), do: Tuple.to_list(shape)
+
+  defp contiguous_strides(shape) do
+    shape
+    |> Tuple.to_list()
+    |> Enum.reverse()
+    |> Enum.map_reduce(1, fn dim, acc -> {acc, acc * dim} end)
+    |> elem(0)
+    |> Enum.reverse()
+    |> List.to_tuple()
+  end
+
+  defp zeros(shape), do: List.duplicate(0, tuple_size(shape) - 1)
+  defp ones(shape), do: List.duplicate(1, tuple_size(shape))
+
+  # Start indices may be tensors (dynamic slicing); Nx clamps them so the slice fits.
+  defp clamp_starts(starts, shape, lengths) do
+    Enum.zip_with([Tuple.to_list(shape), starts, lengths], fn [dim, start, len] ->
+      start = if is_integer(start), do: start, else: Nx.to_number(start)
+      min(max(start, 0), dim - len)
+    end)
+  end
+end

@@ -1,0 +1,64 @@
+defmodule Nx.Vulkan.Device do
+  @moduledoc """
+  The Vulkan device this VM runs on.
+
+  `class/0` derives a class from measured properties (never from the name), used to pick kernel
+  variants and queue policy:
+
+    * `:software` - a CPU implementation (lavapipe, SwiftShader)
+    * `:discrete_large` - a discrete GPU with at least 32 GiB of device-local memory and subgroups
+      of 32 or more (data-centre cards such as the H100/H200, MI300)
+    * `:discrete` - any other discrete GPU
+    * `:integrated` - a GPU sharing memory with the host
+    * `:other` - virtual GPUs and anything else
+
+  `NXV_DEVICE_CLASS` overrides the derived class (one of the atoms above, without the colon).
+  """
+  alias Nx.Vulkan.Native
+
+  @classes [:software, :discrete_large, :discrete, :integrated, :other]
+
+  @doc """
+  Device facts: name, type, vendor and device ids, driver, API version, subgroup size, compute
+  limits, memory heaps and optional features (float64, int64, float16, int8, int16, 8/16-bit
+  storage). Raises `Nx.Vulkan.Error` when no Vulkan loader or device is present.
+  """
+  @spec info() :: map
+  def info do
+    case :persistent_term.get({__MODULE__, :info}, nil) do
+      nil ->
+        info = Native.device_info() |> Native.unwrap!()
+        :persistent_term.put({__MODULE__, :info}, info)
+        info
+
+      info ->
+        info
+    end
+  end
+
+  @doc "The device class (see the moduledoc)."
+  @spec class() :: atom
+  def class do
+    case System.get_env("NXV_DEVICE_CLASS") do
+      value when value in [nil, ""] -> derive_class(info())
+      value -> parse_class!(value)
+    end
+  end
+
+  @doc false
+  def derive_class(%{type: :cpu}), do: :software
+
+  def derive_class(%{type: :discrete_gpu} = info) do
+    local = info.memory_heaps |> Enum.filter(& &1.device_local) |> Enum.map(& &1.size) |> Enum.max(fn -> 0 end)
+    if local >= 32 * 1024 ** 3 and info.subgroup_size >= 32, do: :discrete_large, else: :discrete
+  end
+
+  def derive_class(%{type: :integrated_gpu}), do: :integrated
+  def derive_class(_), do: :other
+
+  defp parse_class!(value) do
+    Enum.find(@classes, &(Atom.to_string(&1) == value)) ||
+      raise ArgumentError,
+            "NXV_DEVICE_CLASS must be one of #{Enum.map_join(@classes, ", ", &Atom.to_string/1)}, got: #{inspect(value)}"
+  end
+end

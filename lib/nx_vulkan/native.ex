@@ -1,0 +1,59 @@
+defmodule Nx.Vulkan.Native do
+  @moduledoc false
+  # NIF stubs only (the Rust crate in native/nx_vulkan). Every NIF returns {:ok, value} or
+  # {:error, {kind, message}}; unwrap!/1 is the one place errors become exceptions.
+  @on_load :load_nif
+
+  def load_nif do
+    path = :filename.join(:code.priv_dir(:nx_vulkan), ~c"native/libnx_vulkan")
+
+    case :erlang.load_nif(path, 0) do
+      :ok ->
+        :ok
+
+      {:error, {reason, text}} ->
+        IO.warn("nx_vulkan: could not load its NIF (#{reason}): #{text}; run mix compile")
+        {:error, reason}
+    end
+  end
+
+  @doc false
+  def unwrap!({:ok, value}), do: value
+  def unwrap!({:error, {:argument, message}}), do: raise(ArgumentError, message)
+  def unwrap!({:error, {:vulkan, message}}), do: raise(Nx.Vulkan.Error, message)
+
+  def unwrap!({:error, {:unsupported, message}}),
+    do: raise(Nx.Vulkan.Error, "not supported on the device: " <> message)
+
+  defp nif_error, do: :erlang.nif_error(:nx_vulkan_not_loaded)
+
+  # tensor.rs
+  def upload(_binary), do: nif_error()
+  def download(_buffer, _bytes), do: nif_error()
+  def byte_size(_buffer), do: nif_error()
+
+  # device.rs
+  def device_info, do: nif_error()
+  def flush, do: nif_error()
+  def flush_for_fallback, do: nif_error()
+  def set_batch_max(_n), do: nif_error()
+  def set_fence_spin_us(_us), do: nif_error()
+  def stats, do: nif_error()
+
+  # ops/elementwise.rs
+  def unary_op(_op, _type, _x, _n), do: nif_error()
+  def binary_op(_op, _type, _a, _a_shape, _b, _b_shape, _out_shape), do: nif_error()
+  def select(_bytes, _pred, _pred_shape, _t, _t_shape, _f, _f_shape, _out_shape), do: nif_error()
+
+  # ops/layout.rs
+  def view_copy(_bytes, _src, _offset, _dims, _strides), do: nif_error()
+  def copy_into(_bytes, _dst, _dst_off, _dst_strides, _src, _src_off, _src_strides, _dims), do: nif_error()
+  def fill(_bytes, _n, _bits), do: nif_error()
+  def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()
+  def alloc_buffer(_bytes), do: nif_error()
+
+  # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
+  def as_type(_from, _to, _x, _n), do: nif_error()
+  def reduce(_op, _type, _x, _shape, _axes), do: nif_error()
+  def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch), do: nif_error()
+end

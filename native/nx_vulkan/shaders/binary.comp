@@ -1,0 +1,98 @@
+#version 450
+// c = op(a, b) elementwise with broadcasting through strides (stride 0 on broadcast axes), for
+// floating-point T. Comparisons and logical ops write u8 (define OUT_U8).
+// Bindings: 0 a (read), 1 b (read), 2 c (write, contiguous).
+// Push: pc[0] n, pc[1] rank, pc[2] a offset, pc[3] b offset, pc[4..10] dims, pc[10..16] a strides,
+//       pc[16..22] b strides. Specialization: constant 0 = op code (ops/elementwise.rs, BinaryOp).
+#include "common.glsl"
+#if defined(PRECISE) || defined(IS_F64)
+#include "math64.glsl"
+#endif
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const uint OP = 0;
+layout(set = 0, binding = 0) readonly buffer A { T a[]; };
+layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+#ifdef OUT_U8
+layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
+#else
+layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+#endif
+
+#if defined(PRECISE) || defined(IS_F64)
+#define W double
+#else
+#define W T
+#endif
+
+#if !defined(PRECISE) && !defined(IS_F64)
+// f32 pow without f64 support: GLSL pow is undefined for x < 0 and x == 0, so sign and zero cases
+// are handled here. Less accurate than the PRECISE path.
+bool odd_integer(W y) { return y == floor(y) && abs(y) < W(16777216.0) && mod(y, W(2)) == W(1); }
+W pow32(W x, W y) {
+  if (y == W(0) || x == W(1)) return W(1);
+  if (isnan(x) || isnan(y)) return x + y;
+  if (x == W(0)) return y > W(0) ? (odd_integer(y) ? x : W(0)) : ((odd_integer(y) && x < W(0)) ? W(uintBitsToFloat(0xff800000u)) : W(uintBitsToFloat(0x7f800000u)));
+  if (x < W(0)) {
+    if (y != floor(y)) return W(uintBitsToFloat(0x7fc00000u));
+    W r = pow(-x, y);
+    return odd_integer(y) ? -r : r;
+  }
+  return pow(x, y);
+}
+#endif
+
+#ifdef OUT_U8
+bool apply(W x, W y) {
+  switch (OP) {
+    case 0: return x == y;
+    case 1: return x != y || isnan(x) || isnan(y);
+    case 2: return x > y;
+    case 3: return x < y;
+    case 4: return x >= y;
+    case 5: return x <= y;
+    case 6: return (x != W(0)) && (y != W(0));          // logical_and (NaN counts as true)
+    case 7: return (x != W(0)) || (y != W(0));          // logical_or
+    case 8: return (x != W(0)) != (y != W(0));          // logical_xor
+    default: return false;
+  }
+}
+#else
+W apply(W x, W y) {
+  switch (OP) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return (isnan(x) || isnan(y)) ? x + y : max(x, y);
+    case 5: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
+#if defined(PRECISE) || defined(IS_F64)
+    case 6: return pow64(x, y);
+#else
+    case 6: return pow32(x, y);
+#endif
+    default: return x;
+  }
+}
+#endif
+
+void main() {
+  uint n = pc[0];
+  uint rank = pc[1];
+  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
+    int ao = int(pc[2]), bo = int(pc[3]);
+    uint rest = i;
+    for (int d = int(rank) - 1; d >= 0; --d) {
+      uint dim = pc[4 + d];
+      uint q = rest / dim;
+      int r = int(rest - q * dim);
+      ao += r * int(pc[10 + d]);
+      bo += r * int(pc[16 + d]);
+      rest = q;
+    }
+#ifdef OUT_U8
+    c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
+#else
+    c[i] = T(apply(W(a[ao]), W(b[bo])));
+#endif
+  }
+}

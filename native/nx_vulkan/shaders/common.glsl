@@ -1,0 +1,29 @@
+// Shared by every kernel: extensions, the 128-byte push-constant block and strided indexing.
+//
+// Every kernel reads its sizes, offsets and strides from `pc` (32 x u32, the 128 bytes lavapipe
+// guarantees); each shader's header comment says which slots it uses. Offsets and strides are in
+// elements. Strides are signed (reverse uses negative ones) and may be 0 (broadcast axes).
+// Elementwise kernels use a grid-stride loop, so any element count works with any dispatch size.
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_16bit_storage : require
+
+layout(push_constant) uniform PushConstants { uint pc[32]; };
+
+#define MAX_RANK 6
+#define WG 256
+
+uint grid_stride() { return gl_NumWorkGroups.x * gl_WorkGroupSize.x; }
+
+// Element offset of linear (row-major) index `i` over `rank` dims stored at pc[dims_at..],
+// with strides at pc[strides_at..] and base offset `base`.
+uint strided(uint i, uint rank, uint dims_at, uint strides_at, uint base) {
+  int off = int(base);
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[dims_at + d];
+    uint q = i / dim;
+    off += int(i - q * dim) * int(pc[strides_at + d]);
+    i = q;
+  }
+  return uint(off);
+}

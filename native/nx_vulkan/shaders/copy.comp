@@ -1,0 +1,29 @@
+#version 450
+// Strided copy: out[out_off + idx . out_strides] = in[in_off + idx . in_strides] for every index
+// idx of an iteration shape. One kernel serves transpose, broadcast, slice, reverse, concatenate,
+// pad and put_slice. T is an unsigned storage type of the element's width (bytes are moved, not
+// converted).
+// Bindings: 0 in (read), 1 out (write). Push: pc[0] n, pc[1] rank, pc[2] in offset, pc[3] out offset,
+//           pc[4..10] dims, pc[10..16] in strides, pc[16..22] out strides.
+#include "common.glsl"
+layout(local_size_x = WG) in;
+layout(set = 0, binding = 0) readonly buffer I { T x[]; };
+layout(set = 0, binding = 1) buffer O { T y[]; };
+
+void main() {
+  uint n = pc[0];
+  uint rank = pc[1];
+  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
+    int io = int(pc[2]), oo = int(pc[3]);
+    uint rest = i;
+    for (int d = int(rank) - 1; d >= 0; --d) {
+      uint dim = pc[4 + d];
+      uint q = rest / dim;
+      int r = int(rest - q * dim);
+      io += r * int(pc[10 + d]);
+      oo += r * int(pc[16 + d]);
+      rest = q;
+    }
+    y[oo] = x[io];
+  }
+}

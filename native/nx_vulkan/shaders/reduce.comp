@@ -1,0 +1,52 @@
+#version 450
+// Reduction over any set of axes: one workgroup per output element (grid-stride over outputs), each
+// thread folds a strided slice of the reduced elements, then a fixed-order tree in shared memory.
+// The order depends only on shapes, so results are identical across runs and batch caps.
+// Defines: T (element), ACC (accumulator type). Specialization: constant 0 = op (0 sum, 1 product,
+// 2 max, 3 min). Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
+// Push: pc[0] outputs, pc[1] reduced count, pc[2] kept rank, pc[3] reduced rank, pc[4] in offset,
+//       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides.
+#include "common.glsl"
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const uint OP = 0;
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+shared ACC partial[WG];
+
+ACC identity() {
+  switch (OP) {
+    case 0: return ACC(0);
+    case 1: return ACC(1);
+    case 2: return ACC(uintBitsToFloat(0xff800000u));
+    default: return ACC(uintBitsToFloat(0x7f800000u));
+  }
+}
+
+ACC combine(ACC u, ACC v) {
+  switch (OP) {
+    case 0: return u + v;
+    case 1: return u * v;
+    case 2: return (isnan(u) || isnan(v)) ? u + v : max(u, v);
+    default: return (isnan(u) || isnan(v)) ? u + v : min(u, v);
+  }
+}
+
+void main() {
+  uint n_out = pc[0], n_red = pc[1], kept_rank = pc[2], red_rank = pc[3];
+  uint lid = gl_LocalInvocationID.x;
+  for (uint o = gl_WorkGroupID.x; o < n_out; o += gl_NumWorkGroups.x) {
+    uint base = strided(o, kept_rank, 5, 11, pc[4]);
+    ACC acc = identity();
+    for (uint r = lid; r < n_red; r += WG) {
+      acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
+    }
+    partial[lid] = acc;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+      if (lid < s) partial[lid] = combine(partial[lid], partial[lid + s]);
+      barrier();
+    }
+    if (lid == 0) y[o] = T(partial[0]);
+    barrier();
+  }
+}

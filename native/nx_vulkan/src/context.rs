@@ -1,0 +1,225 @@
+//! The one Vulkan context of the process: instance, the chosen physical and logical device, its
+//! compute queue and allocators. Created lazily on first use so that a missing loader or device is
+//! an error returned to Elixir (with a message saying what to install), not a failed NIF load.
+use crate::error::{Error, Result};
+use once_cell::sync::OnceCell;
+use std::sync::Arc;
+use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
+use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
+use vulkano::device::{
+    Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
+};
+use vulkano::instance::{Instance, InstanceCreateFlags, InstanceCreateInfo};
+use vulkano::memory::allocator::StandardMemoryAllocator;
+use vulkano::memory::MemoryHeapFlags;
+use vulkano::VulkanLibrary;
+
+/// What kernels and the Elixir side need to know about the device, read once.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub index: usize,
+    pub name: String,
+    pub device_type: &'static str,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub driver: String,
+    pub api_version: String,
+    pub subgroup_size: u32,
+    pub max_workgroup_invocations: u32,
+    pub max_workgroup_count: [u32; 3],
+    pub max_shared_memory: u32,
+    pub max_push_constants: u32,
+    pub max_storage_buffer_range: u64,
+    pub heaps: Vec<(u64, bool)>,
+    pub float64: bool,
+    pub int64: bool,
+    pub float16: bool,
+    pub int8: bool,
+    pub int16: bool,
+    pub storage8: bool,
+    pub storage16: bool,
+}
+
+pub struct Context {
+    pub device: Arc<Device>,
+    pub queue: Arc<Queue>,
+    pub memory: Arc<StandardMemoryAllocator>,
+    pub command_buffers: Arc<StandardCommandBufferAllocator>,
+    pub info: DeviceInfo,
+}
+
+static CONTEXT: OnceCell<std::result::Result<Context, Error>> = OnceCell::new();
+
+/// The process-wide context; the first call creates it (and any error is returned forever after).
+pub fn ctx() -> Result<&'static Context> {
+    CONTEXT
+        .get_or_init(Context::create)
+        .as_ref()
+        .map_err(|e| e.clone())
+}
+
+fn type_rank(t: PhysicalDeviceType) -> u32 {
+    match t {
+        PhysicalDeviceType::DiscreteGpu => 0,
+        PhysicalDeviceType::IntegratedGpu => 1,
+        PhysicalDeviceType::VirtualGpu => 2,
+        PhysicalDeviceType::Cpu => 3,
+        _ => 4,
+    }
+}
+
+fn type_name(t: PhysicalDeviceType) -> &'static str {
+    match t {
+        PhysicalDeviceType::DiscreteGpu => "discrete_gpu",
+        PhysicalDeviceType::IntegratedGpu => "integrated_gpu",
+        PhysicalDeviceType::VirtualGpu => "virtual_gpu",
+        PhysicalDeviceType::Cpu => "cpu",
+        _ => "other",
+    }
+}
+
+fn compute_family(p: &PhysicalDevice) -> Option<u32> {
+    p.queue_family_properties()
+        .iter()
+        .position(|q| q.queue_flags.intersects(QueueFlags::COMPUTE))
+        .map(|i| i as u32)
+}
+
+impl Context {
+    fn create() -> Result<Context> {
+        let library = VulkanLibrary::new().map_err(|e| {
+            Error::Vulkan(format!(
+                "no Vulkan loader could be opened ({e}); install one (Debian: libvulkan1, plus \
+                 mesa-vulkan-drivers for a software device) or run scripts/setup.sh"
+            ))
+        })?;
+        let instance = Instance::new(
+            library,
+            InstanceCreateInfo {
+                flags: InstanceCreateFlags::ENUMERATE_PORTABILITY,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| Error::vulkan("creating the Vulkan instance", e))?;
+        let mut devices: Vec<(usize, Arc<PhysicalDevice>)> = instance
+            .enumerate_physical_devices()
+            .map_err(|e| Error::vulkan("listing Vulkan devices", e))?
+            .enumerate()
+            .filter(|(_, p)| compute_family(p).is_some())
+            .collect();
+        if devices.is_empty() {
+            return Err(Error::Vulkan(
+                "no Vulkan device with a compute queue was found (on a machine without a GPU, \
+                 install mesa-vulkan-drivers for lavapipe)"
+                    .into(),
+            ));
+        }
+        let chosen = match std::env::var("NXV_DEVICE") {
+            Ok(s) if !s.trim().is_empty() => {
+                let index: usize = s.trim().parse().map_err(|_| {
+                    Error::Argument(format!("NXV_DEVICE must be a device index, got {s:?}"))
+                })?;
+                let count = devices.len();
+                devices.into_iter().find(|(i, _)| *i == index).ok_or_else(|| {
+                    Error::Argument(format!(
+                        "NXV_DEVICE={index} but only {count} compute device(s) exist"
+                    ))
+                })?
+            }
+            _ => {
+                devices.sort_by_key(|(i, p)| (type_rank(p.properties().device_type), *i));
+                devices.remove(0)
+            }
+        };
+        let (index, physical) = chosen;
+        let family = compute_family(&physical).unwrap_or(0);
+        let supported = physical.supported_features();
+        let features = DeviceFeatures {
+            shader_float64: supported.shader_float64,
+            shader_int64: supported.shader_int64,
+            shader_int16: supported.shader_int16,
+            shader_int8: supported.shader_int8,
+            shader_float16: supported.shader_float16,
+            storage_buffer8_bit_access: supported.storage_buffer8_bit_access,
+            storage_buffer16_bit_access: supported.storage_buffer16_bit_access,
+            ..DeviceFeatures::empty()
+        };
+        let supported_ext = physical.supported_extensions();
+        if !supported_ext.khr_push_descriptor {
+            return Err(Error::Vulkan(format!(
+                "device {} lacks VK_KHR_push_descriptor, which nx_vulkan needs",
+                physical.properties().device_name
+            )));
+        }
+        let extensions = DeviceExtensions {
+            khr_push_descriptor: true,
+            ..DeviceExtensions::empty()
+        };
+        let (device, mut queues) = Device::new(
+            physical.clone(),
+            DeviceCreateInfo {
+                queue_create_infos: vec![QueueCreateInfo {
+                    queue_family_index: family,
+                    ..Default::default()
+                }],
+                enabled_extensions: extensions,
+                enabled_features: features,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| Error::vulkan("creating the Vulkan device", e))?;
+        let queue = queues
+            .next()
+            .ok_or_else(|| Error::Vulkan("the device returned no queue".into()))?;
+        let props = physical.properties();
+        let heaps = physical
+            .memory_properties()
+            .memory_heaps
+            .iter()
+            .map(|h| (h.size, h.flags.intersects(MemoryHeapFlags::DEVICE_LOCAL)))
+            .collect();
+        let info = DeviceInfo {
+            index,
+            name: props.device_name.clone(),
+            device_type: type_name(props.device_type),
+            vendor_id: props.vendor_id,
+            device_id: props.device_id,
+            driver: props
+                .driver_info
+                .clone()
+                .or_else(|| props.driver_name.clone())
+                .unwrap_or_default(),
+            api_version: physical.api_version().to_string(),
+            subgroup_size: props.subgroup_size.unwrap_or(1),
+            max_workgroup_invocations: props.max_compute_work_group_invocations,
+            max_workgroup_count: props.max_compute_work_group_count,
+            max_shared_memory: props.max_compute_shared_memory_size,
+            max_push_constants: props.max_push_constants_size,
+            max_storage_buffer_range: props.max_storage_buffer_range as u64,
+            heaps,
+            float64: features.shader_float64,
+            int64: features.shader_int64,
+            float16: features.shader_float16,
+            int8: features.shader_int8,
+            int16: features.shader_int16,
+            storage8: features.storage_buffer8_bit_access,
+            storage16: features.storage_buffer16_bit_access,
+        };
+        if info.max_push_constants < 128 {
+            return Err(Error::Vulkan(format!(
+                "device {} offers {} bytes of push constants; nx_vulkan's kernels need 128",
+                info.name, info.max_push_constants
+            )));
+        }
+        Ok(Context {
+            memory: Arc::new(StandardMemoryAllocator::new_default(device.clone())),
+            command_buffers: Arc::new(StandardCommandBufferAllocator::new(
+                device.clone(),
+                Default::default(),
+            )),
+            device,
+            queue,
+            info,
+        })
+    }
+}

@@ -1,0 +1,116 @@
+//! Device and runtime NIFs: device info, flush, batch cap and counters.
+use crate::context::ctx;
+use crate::error::{arg_error, Result};
+use crate::pipelines;
+use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, STATS};
+use crate::tensor::memory_stats;
+use rustler::{Encoder, Env, Term};
+use std::sync::atomic::Ordering;
+
+fn map<'a>(env: Env<'a>, pairs: Vec<(&str, Term<'a>)>) -> Term<'a> {
+    let (keys, values): (Vec<Term>, Vec<Term>) = pairs
+        .into_iter()
+        .map(|(k, v)| (rustler::Atom::from_str(env, k).unwrap().encode(env), v))
+        .unzip();
+    Term::map_from_arrays(env, &keys, &values).unwrap()
+}
+
+/// Everything kernels and `Nx.Vulkan.Device` need to know about the device; creates the context.
+#[rustler::nif(schedule = "DirtyIo")]
+fn device_info(env: Env) -> Result<Term> {
+    let i = &ctx()?.info;
+    let heaps: Vec<Term> = i
+        .heaps
+        .iter()
+        .map(|&(size, local)| map(env, vec![("size", size.encode(env)), ("device_local", local.encode(env))]))
+        .collect();
+    let e = |v: &dyn Encoder| v.encode(env);
+    Ok(map(
+        env,
+        vec![
+            ("index", e(&i.index)),
+            ("name", e(&i.name)),
+            ("type", e(&rustler::Atom::from_str(env, i.device_type).unwrap())),
+            ("vendor_id", e(&i.vendor_id)),
+            ("device_id", e(&i.device_id)),
+            ("driver", e(&i.driver)),
+            ("api_version", e(&i.api_version)),
+            ("subgroup_size", e(&i.subgroup_size)),
+            ("max_workgroup_invocations", e(&i.max_workgroup_invocations)),
+            ("max_workgroup_count", e(&i.max_workgroup_count.to_vec())),
+            ("max_shared_memory", e(&i.max_shared_memory)),
+            ("max_push_constants", e(&i.max_push_constants)),
+            ("max_storage_buffer_range", e(&i.max_storage_buffer_range)),
+            ("memory_heaps", e(&heaps)),
+            ("float64", e(&i.float64)),
+            ("int64", e(&i.int64)),
+            ("float16", e(&i.float16)),
+            ("int8", e(&i.int8)),
+            ("int16", e(&i.int16)),
+            ("storage_8bit", e(&i.storage8)),
+            ("storage_16bit", e(&i.storage16)),
+            ("precise_f32", e(&crate::ops::precise_f32())),
+        ],
+    ))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn flush() -> Result<rustler::Atom> {
+    queue::flush(FlushReason::Explicit)?;
+    Ok(rustler::types::atom::ok())
+}
+
+/// Flush before a host fallback reads its inputs (counted apart from explicit flushes).
+#[rustler::nif(schedule = "DirtyIo")]
+fn flush_for_fallback() -> Result<rustler::Atom> {
+    queue::flush(FlushReason::Fallback)?;
+    Ok(rustler::types::atom::ok())
+}
+
+#[rustler::nif]
+fn set_batch_max(n: i64) -> Result<rustler::Atom> {
+    if n < 0 {
+        return Err(arg_error!("batch max must be >= 0, got {n}"));
+    }
+    BATCH_MAX.store(n as usize, Ordering::Relaxed);
+    Ok(rustler::types::atom::ok())
+}
+
+#[rustler::nif]
+fn set_fence_spin_us(us: u64) -> rustler::Atom {
+    FENCE_SPIN_US.store(us, Ordering::Relaxed);
+    rustler::types::atom::ok()
+}
+
+#[rustler::nif]
+fn stats(env: Env) -> Term {
+    let (created, hits, cached) = pipelines::stats();
+    let (live_bytes, live_buffers, peak_bytes) = memory_stats();
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).encode(env);
+    let flushes = map(
+        env,
+        FLUSH_REASON_NAMES
+            .iter()
+            .zip(STATS.flushes.iter())
+            .map(|(name, n)| (*name, load(n)))
+            .collect(),
+    );
+    map(
+        env,
+        vec![
+            ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
+            ("recorded", load(&STATS.recorded)),
+            ("submissions", load(&STATS.submissions)),
+            ("flushes", flushes),
+            ("record_ns", load(&STATS.record_ns)),
+            ("submit_ns", load(&STATS.submit_ns)),
+            ("wait_ns", load(&STATS.wait_ns)),
+            ("pipelines_created", created.encode(env)),
+            ("pipeline_hits", hits.encode(env)),
+            ("pipelines_cached", cached.encode(env)),
+            ("live_bytes", live_bytes.encode(env)),
+            ("live_buffers", live_buffers.encode(env)),
+            ("peak_bytes", peak_bytes.encode(env)),
+        ],
+    )
+}

@@ -1,0 +1,47 @@
+//! One error type for the whole crate. NIFs return `Result<T, Error>`; rustler encodes it as
+//! `{:ok, t}` or `{:error, {kind, message}}`, and `Nx.Vulkan.Native.unwrap!/1` turns the error
+//! into `ArgumentError` (kind `argument`), a host fallback (kind `unsupported`) or
+//! `Nx.Vulkan.Error` (kind `vulkan`).
+use rustler::{Encoder, Env, Term};
+use std::fmt::Display;
+
+mod atoms {
+    rustler::atoms! { argument, vulkan, unsupported }
+}
+
+#[derive(Debug, Clone)]
+pub enum Error {
+    /// The caller passed something invalid (shape, dtype, index).
+    Argument(String),
+    /// The device cannot do this yet; the Elixir side routes the op through the host fallback
+    /// and records this message as the reason.
+    Unsupported(String),
+    /// Vulkan failed (no loader, no device, out of memory, a failed submission...).
+    Vulkan(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn vulkan(context: &str, err: impl Display) -> Self {
+        Error::Vulkan(format!("{context}: {err}"))
+    }
+}
+
+macro_rules! arg_error {
+    ($($fmt:tt)*) => { $crate::error::Error::Argument(format!($($fmt)*)) };
+}
+macro_rules! unsupported {
+    ($($fmt:tt)*) => { $crate::error::Error::Unsupported(format!($($fmt)*)) };
+}
+pub(crate) use {arg_error, unsupported};
+
+impl Encoder for Error {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self {
+            Error::Argument(m) => (atoms::argument(), m.as_str()).encode(env),
+            Error::Unsupported(m) => (atoms::unsupported(), m.as_str()).encode(env),
+            Error::Vulkan(m) => (atoms::vulkan(), m.as_str()).encode(env),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! nx_vulkan's NIF library. This file only declares modules and registers the NIFs (rustler
+//! collects every `#[rustler::nif]` and `#[rustler::resource_impl]` in the crate).
+mod context;
+mod device;
+mod dtype;
+mod error;
+mod ops;
+mod pipelines;
+mod queue;
+mod shaders;
+mod tensor;
+
+rustler::init!("Elixir.Nx.Vulkan.Native");

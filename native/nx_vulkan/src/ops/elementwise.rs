@@ -1,0 +1,139 @@
+//! Elementwise families: unary math, binary arithmetic and comparisons (broadcast through
+//! strides), and select.
+use super::*;
+use crate::dtype::Dtype;
+use crate::shaders;
+use crate::tensor::alloc;
+use rustler::{Atom, Env};
+
+/// Unary op codes; the order matches the `switch` in shaders/unary.comp.
+const UNARY_OPS: &[&str] = &[
+    "negate", "abs", "sign", "floor", "ceil", "round", "exp", "expm1", "log", "log1p", "sqrt",
+    "rsqrt", "tanh", "sigmoid",
+];
+/// Binary arithmetic op codes (shaders/binary.comp without OUT_U8).
+const ARITH_OPS: &[&str] = &["add", "subtract", "multiply", "divide", "max", "min", "pow"];
+/// Comparison and logical op codes (shaders/binary.comp with OUT_U8): results are u8.
+const COMPARE_OPS: &[&str] = &[
+    "equal", "not_equal", "greater", "less", "greater_equal", "less_equal", "logical_and",
+    "logical_or", "logical_xor",
+];
+
+fn op_code(env: Env, op: Atom, table: &[&str]) -> Result<(u32, String)> {
+    let name = op
+        .to_term(env)
+        .atom_to_string()
+        .map_err(|_| arg_error!("op must be an atom"))?;
+    table
+        .iter()
+        .position(|&n| n == name)
+        .map(|i| (i as u32, name.clone()))
+        .ok_or_else(|| unsupported!("{name} has no device kernel"))
+}
+
+fn float_kernel(dtype: Dtype, f32k: Kernel, f32p: Kernel, f64k: Kernel, what: &str) -> Result<Kernel> {
+    match dtype {
+        Dtype::F32 if precise_f32() => Ok(f32p),
+        Dtype::F32 => Ok(f32k),
+        Dtype::F64 => Ok(f64k),
+        other => Err(unsupported!("{what} on {} has no device kernel yet", other.name())),
+    }
+}
+
+#[rustler::nif]
+fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let (code, name) = op_code(env, op, UNARY_OPS)?;
+    let kernel = float_kernel(dtype, shaders::unary_f32, shaders::unary_f32p, shaders::unary_f64, &name)?;
+    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
+    let out = alloc(n * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+/// `op(a, b)` with `a` and `b` broadcast to `out_shape`. `dtype` is the type both inputs already
+/// have (the Elixir side casts them); arithmetic returns that type, comparisons u8.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn binary_op(
+    env: Env,
+    op: Atom,
+    dtype: Dtype,
+    a: BufferRef,
+    a_shape: Vec<u64>,
+    b: BufferRef,
+    b_shape: Vec<u64>,
+    out_shape: Vec<u64>,
+) -> Result<BufferRef> {
+    let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
+        Ok((code, name)) => (
+            float_kernel(dtype, shaders::binary_f32, shaders::binary_f32p, shaders::binary_f64, &name)?,
+            code,
+            dtype.bytes(),
+        ),
+        Err(_) => {
+            let (code, name) = op_code(env, op, COMPARE_OPS)?;
+            let k = match dtype {
+                Dtype::F32 => shaders::compare_f32,
+                Dtype::F64 => shaders::compare_f64,
+                other => return Err(unsupported!("{name} on {} has no device kernel yet", other.name())),
+            };
+            (k, code, 1)
+        }
+    };
+    let n = element_count(&out_shape);
+    let strides = vec![
+        broadcast_strides(&a_shape, &out_shape)?,
+        broadcast_strides(&b_shape, &out_shape)?,
+    ];
+    check_extent(&a, dtype.bytes(), 0, &a_shape, &contiguous_strides(&a_shape))?;
+    check_extent(&b, dtype.bytes(), 0, &b_shape, &contiguous_strides(&b_shape))?;
+    let (dims, strides) = collapse(&out_shape, &strides)?;
+    let out = alloc(n * out_bytes)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, dims.len() as u64)?;
+    push.set_dims(4, &dims)?;
+    push.set_strides(10, &strides[0])?;
+    push.set_strides(16, &strides[1])?;
+    dispatch(kernel, code, &[&a, &b, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+/// `pred ? on_true : on_false`, each broadcast to `out_shape`; `pred` is u8, the values any type
+/// of `elem_bytes` bytes.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn select(
+    elem_bytes: u64,
+    pred: BufferRef,
+    pred_shape: Vec<u64>,
+    on_true: BufferRef,
+    true_shape: Vec<u64>,
+    on_false: BufferRef,
+    false_shape: Vec<u64>,
+    out_shape: Vec<u64>,
+) -> Result<BufferRef> {
+    let kernel = by_width(elem_bytes, shaders::select_b1, shaders::select_b2, shaders::select_b4, shaders::select_b8)?;
+    let n = element_count(&out_shape);
+    check_extent(&pred, 1, 0, &pred_shape, &contiguous_strides(&pred_shape))?;
+    check_extent(&on_true, elem_bytes, 0, &true_shape, &contiguous_strides(&true_shape))?;
+    check_extent(&on_false, elem_bytes, 0, &false_shape, &contiguous_strides(&false_shape))?;
+    let strides = vec![
+        broadcast_strides(&pred_shape, &out_shape)?,
+        broadcast_strides(&true_shape, &out_shape)?,
+        broadcast_strides(&false_shape, &out_shape)?,
+    ];
+    let (dims, strides) = collapse(&out_shape, &strides)?;
+    let out = alloc(n * elem_bytes)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, dims.len() as u64)?;
+    push.set_dims(5, &dims)?;
+    push.set_strides(11, &strides[0])?;
+    push.set_strides(17, &strides[1])?;
+    push.set_strides(23, &strides[2])?;
+    dispatch(kernel, 0, &[&pred, &on_true, &on_false, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}

@@ -1,0 +1,123 @@
+//! Data movement: strided copies (transpose, broadcast, slice, reverse, concatenate, pad,
+//! put_slice are all one kernel with different offsets and strides), fills, iota and eye.
+use super::*;
+use crate::dtype::Dtype;
+use crate::shaders;
+use crate::tensor::alloc;
+
+fn copy_kernel(elem_bytes: u64) -> Result<Kernel> {
+    by_width(elem_bytes, shaders::copy_b1, shaders::copy_b2, shaders::copy_b4, shaders::copy_b8)
+}
+
+/// Queues `dst[dst_offset + i . dst_strides] = src[src_offset + i . src_strides]` over `dims`.
+#[allow(clippy::too_many_arguments)]
+pub fn strided_copy(
+    elem_bytes: u64,
+    src: &BufferRef,
+    src_offset: i64,
+    src_strides: &[i64],
+    dst: &BufferRef,
+    dst_offset: i64,
+    dst_strides: &[i64],
+    dims: &[u64],
+) -> Result<()> {
+    if src_strides.len() != dims.len() || dst_strides.len() != dims.len() {
+        return Err(arg_error!("strides and dims must have the same length"));
+    }
+    check_extent(src, elem_bytes, src_offset, dims, src_strides)?;
+    check_extent(dst, elem_bytes, dst_offset, dims, dst_strides)?;
+    let n = element_count(dims);
+    if n == 0 {
+        return Ok(());
+    }
+    let (cdims, strides) = collapse(dims, &[src_strides.to_vec(), dst_strides.to_vec()])?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, cdims.len() as u64)?;
+    push.set(2, src_offset as u64)?;
+    push.set(3, dst_offset as u64)?;
+    push.set_dims(4, &cdims)?;
+    push.set_strides(10, &strides[0])?;
+    push.set_strides(16, &strides[1])?;
+    dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n))
+}
+
+/// A new contiguous tensor of shape `dims` read from `src` through `offset` and `strides`.
+#[rustler::nif]
+fn view_copy(elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+    let out = alloc(element_count(&dims) * elem_bytes)?;
+    strided_copy(elem_bytes, &src, offset, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
+    Ok(out)
+}
+
+/// Writes `src` (read through its offset and strides) into `dst` at `dst_offset` with
+/// `dst_strides`. Only used on a buffer the caller has just allocated, before it is visible as a
+/// tensor, so tensors stay immutable.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn copy_into(
+    elem_bytes: u64,
+    dst: BufferRef,
+    dst_offset: i64,
+    dst_strides: Vec<i64>,
+    src: BufferRef,
+    src_offset: i64,
+    src_strides: Vec<i64>,
+    dims: Vec<u64>,
+) -> Result<BufferRef> {
+    strided_copy(elem_bytes, &src, src_offset, &src_strides, &dst, dst_offset, &dst_strides, &dims)?;
+    Ok(dst)
+}
+
+/// A new tensor of `n` elements of `elem_bytes` bytes, all set to the bit pattern `bits`.
+#[rustler::nif]
+fn fill(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
+    let kernel = by_width(elem_bytes, shaders::fill_b1, shaders::fill_b2, shaders::fill_b4, shaders::fill_b8)?;
+    let out = alloc(n * elem_bytes)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.words[1] = bits as u32;
+    push.words[2] = (bits >> 32) as u32;
+    dispatch(kernel, 0, &[&out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+fn iota_kernel(dtype: Dtype) -> Result<Kernel> {
+    use Dtype::*;
+    Ok(match dtype {
+        F32 => shaders::iota_f32,
+        F64 => shaders::iota_f64,
+        F16 => shaders::iota_f16,
+        S8 => shaders::iota_s8,
+        S16 => shaders::iota_s16,
+        S32 => shaders::iota_s32,
+        S64 => shaders::iota_s64,
+        U8 => shaders::iota_u8,
+        U16 => shaders::iota_u16,
+        U32 => shaders::iota_u32,
+        U64 => shaders::iota_u64,
+        other => return Err(unsupported!("iota/eye on {} has no device kernel yet", other.name())),
+    })
+}
+
+/// iota (`eye` false): element i holds (i / inner) % dim, or i when dim is 0.
+/// eye (`eye` true): 1 where the row (of `dim` rows) equals the column (of `inner` columns).
+#[rustler::nif]
+fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
+    let kernel = iota_kernel(dtype)?;
+    if n > (1 << 24) && matches!(dtype, Dtype::F32 | Dtype::F16) {
+        return Err(unsupported!("iota beyond 2^24 elements loses integers in {}", dtype.name()));
+    }
+    let out = alloc(n * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, inner.max(1))?;
+    push.set(2, dim)?;
+    dispatch(kernel, eye as u32, &[&out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+#[rustler::nif]
+fn alloc_buffer(bytes: u64) -> Result<BufferRef> {
+    alloc(bytes)
+}

@@ -1,0 +1,108 @@
+//! dot with any contraction and batch axes, as one batched GEMM. Each operand's batch, free and
+//! contracted axes are read through strides when each group collapses to a single stride (plain and
+//! transposed 2-D operands always do); otherwise the operand is first copied into that order.
+use super::layout::strided_copy;
+use super::*;
+use crate::dtype::Dtype;
+use crate::shaders;
+use crate::tensor::alloc;
+
+/// (size, stride) of `axes` of a tensor with `shape` and `strides`, if walking them in order is a
+/// single stride; an empty group is (1, 0).
+fn group(shape: &[u64], strides: &[i64], axes: &[usize]) -> Option<(u64, i64)> {
+    let live: Vec<usize> = axes.iter().copied().filter(|&a| shape[a] != 1).collect();
+    let size = axes.iter().map(|&a| shape[a]).product();
+    match live.last() {
+        None => Some((size, 0)),
+        Some(&last) => {
+            let ok = live.windows(2).all(|w| strides[w[0]] == strides[w[1]] * shape[w[1]] as i64);
+            ok.then_some((size, strides[last]))
+        }
+    }
+}
+
+/// The operand as [batch, first, second] groups: `(offset-0 buffer, [(size, stride); 3])`,
+/// copying it into that order first when a group is not a single stride.
+fn as_groups(
+    elem_bytes: u64,
+    x: &BufferRef,
+    shape: &[u64],
+    groups: [&[usize]; 3],
+) -> Result<(BufferRef, [(u64, i64); 3])> {
+    let strides = contiguous_strides(shape);
+    check_extent(x, elem_bytes, 0, shape, &strides)?;
+    let direct: Option<Vec<(u64, i64)>> = groups.iter().map(|g| group(shape, &strides, g)).collect();
+    if let Some(g) = direct {
+        return Ok((x.clone(), [g[0], g[1], g[2]]));
+    }
+    let order: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    let dims: Vec<u64> = order.iter().map(|&a| shape[a]).collect();
+    let src_strides: Vec<i64> = order.iter().map(|&a| strides[a]).collect();
+    let out = alloc(element_count(shape) * elem_bytes)?;
+    strided_copy(elem_bytes, x, 0, &src_strides, &out, 0, &contiguous_strides(&dims), &dims)?;
+    let sizes: Vec<u64> = groups.iter().map(|g| g.iter().map(|&a| shape[a]).product()).collect();
+    Ok((out, [
+        (sizes[0], (sizes[1] * sizes[2]) as i64),
+        (sizes[1], sizes[2] as i64),
+        (sizes[2], 1),
+    ]))
+}
+
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn dot(
+    dtype: Dtype,
+    a: BufferRef,
+    a_shape: Vec<u64>,
+    a_contract: Vec<usize>,
+    a_batch: Vec<usize>,
+    b: BufferRef,
+    b_shape: Vec<u64>,
+    b_contract: Vec<usize>,
+    b_batch: Vec<usize>,
+) -> Result<BufferRef> {
+    let kernel = match dtype {
+        Dtype::F32 => shaders::gemm_f32,
+        Dtype::F64 => shaders::gemm_f64,
+        other => return Err(unsupported!("dot on {} has no device kernel yet", other.name())),
+    };
+    let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
+    if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
+        return Err(arg_error!("dot axes out of range"));
+    }
+    let free = |shape: &[u64], c: &[usize], bt: &[usize]| -> Vec<usize> {
+        (0..shape.len()).filter(|d| !c.contains(d) && !bt.contains(d)).collect()
+    };
+    let a_free = free(&a_shape, &a_contract, &a_batch);
+    let b_free = free(&b_shape, &b_contract, &b_batch);
+    let eb = dtype.bytes();
+    let (a_buf, [(batch, a_bs), (m, a_ms), (k, a_ks)]) = as_groups(eb, &a, &a_shape, [&a_batch, &a_free, &a_contract])?;
+    let (b_buf, [(b_batch_n, b_bs), (k2, b_ks), (n, b_ns)]) = as_groups(eb, &b, &b_shape, [&b_batch, &b_contract, &b_free])?;
+    if k != k2 || batch != b_batch_n {
+        return Err(arg_error!("dot: contracted or batch sizes differ ({k} vs {k2}, {batch} vs {b_batch_n})"));
+    }
+    let out = alloc(batch * m * n * eb)?;
+    if batch * m * n == 0 {
+        return Ok(out);
+    }
+    let mut push = Push::new();
+    push.set(0, m)?;
+    push.set(1, n)?;
+    push.set(2, k)?;
+    push.set(3, batch)?;
+    push.set(4, 0)?;
+    push.set_strides(5, &[a_bs, a_ms, a_ks])?;
+    push.set(8, 0)?;
+    push.set_strides(9, &[b_bs, b_ks, b_ns])?;
+    let groups = [
+        u32::try_from(n.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(m.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(batch).map_err(|_| unsupported!("dot too large"))?,
+    ];
+    let max = ctx()?.info.max_workgroup_count;
+    if groups.iter().zip(max.iter()).any(|(g, m)| g > m) {
+        return Err(unsupported!("dot of {m}x{k}x{n} (batch {batch}) exceeds the device's dispatch limits"));
+    }
+    dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
+    Ok(out)
+}

@@ -1,0 +1,184 @@
+//! Op families. Each file turns Nx's view of an op (shapes, axes, dtypes) into `Dispatch`
+//! descriptions for the queue; the shared helpers here handle strided operands and push constants.
+pub mod convert;
+pub mod elementwise;
+pub mod layout;
+pub mod matmul;
+pub mod reduce;
+
+use crate::context::ctx;
+use crate::error::{arg_error, unsupported, Result};
+use crate::pipelines::{pipeline, Kernel};
+use crate::queue::{self, Command, Dispatch, PUSH_WORDS};
+use crate::tensor::BufferRef;
+use smallvec::SmallVec;
+
+/// Ranks up to this many dims (after collapsing) fit the kernels' push constants.
+pub const MAX_RANK: usize = 6;
+pub const WORKGROUP: u64 = 256;
+
+/// Push constants being filled slot by slot.
+pub struct Push {
+    pub words: [u32; PUSH_WORDS],
+}
+
+impl Push {
+    pub fn new() -> Self {
+        Push { words: [0; PUSH_WORDS] }
+    }
+    pub fn set(&mut self, at: usize, value: u64) -> Result<()> {
+        let v = u32::try_from(value)
+            .map_err(|_| unsupported!("a size or offset ({value}) does not fit the kernels' 32-bit indexing"))?;
+        self.words[at] = v;
+        Ok(())
+    }
+    pub fn set_signed(&mut self, at: usize, value: i64) -> Result<()> {
+        let v = i32::try_from(value)
+            .map_err(|_| unsupported!("a stride ({value}) does not fit the kernels' 32-bit indexing"))?;
+        self.words[at] = v as u32;
+        Ok(())
+    }
+    /// Writes `values` at `at..`, padding nothing (unused slots stay 0).
+    pub fn set_dims(&mut self, at: usize, values: &[u64]) -> Result<()> {
+        values.iter().enumerate().try_for_each(|(i, &v)| self.set(at + i, v))
+    }
+    pub fn set_strides(&mut self, at: usize, values: &[i64]) -> Result<()> {
+        values.iter().enumerate().try_for_each(|(i, &v)| self.set_signed(at + i, v))
+    }
+}
+
+pub fn element_count(shape: &[u64]) -> u64 {
+    shape.iter().product()
+}
+
+pub fn contiguous_strides(shape: &[u64]) -> Vec<i64> {
+    let mut strides = vec![0i64; shape.len()];
+    let mut acc = 1i64;
+    for d in (0..shape.len()).rev() {
+        strides[d] = acc;
+        acc *= shape[d] as i64;
+    }
+    strides
+}
+
+/// Strides that read `shape` (contiguous) as if broadcast to `out` (Nx rules: dims right-aligned,
+/// each equal or 1): stride 0 on broadcast axes, so nothing is materialised.
+pub fn broadcast_strides(shape: &[u64], out: &[u64]) -> Result<Vec<i64>> {
+    if shape.len() > out.len() {
+        return Err(arg_error!("cannot broadcast shape {shape:?} to {out:?}"));
+    }
+    let own = contiguous_strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len())
+        .map(|d| {
+            if d < lead {
+                return Ok(0);
+            }
+            let s = shape[d - lead];
+            if s == out[d] {
+                Ok(if s == 1 { 0 } else { own[d - lead] })
+            } else if s == 1 {
+                Ok(0)
+            } else {
+                Err(arg_error!("cannot broadcast shape {shape:?} to {out:?}"))
+            }
+        })
+        .collect()
+}
+
+/// Drops size-1 dims and merges neighbouring dims that every operand walks contiguously, so most
+/// elementwise work runs at rank 1. Returns the new dims and each operand's strides.
+pub fn collapse(dims: &[u64], strides: &[Vec<i64>]) -> Result<(Vec<u64>, Vec<Vec<i64>>)> {
+    let mut out_dims: Vec<u64> = Vec::with_capacity(dims.len());
+    let mut out_strides: Vec<Vec<i64>> = vec![Vec::with_capacity(dims.len()); strides.len()];
+    for d in 0..dims.len() {
+        if dims[d] == 1 {
+            continue;
+        }
+        let mergeable = !out_dims.is_empty()
+            && strides
+                .iter()
+                .zip(out_strides.iter())
+                .all(|(s, o)| *o.last().unwrap() == s[d] * dims[d] as i64);
+        if mergeable {
+            *out_dims.last_mut().unwrap() *= dims[d];
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                *o.last_mut().unwrap() = s[d];
+            }
+        } else {
+            out_dims.push(dims[d]);
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                o.push(s[d]);
+            }
+        }
+    }
+    if out_dims.is_empty() {
+        out_dims.push(1);
+        for o in out_strides.iter_mut() {
+            o.push(0);
+        }
+    }
+    if out_dims.len() > MAX_RANK {
+        return Err(unsupported!(
+            "rank {} after collapsing dims exceeds the kernels' limit of {MAX_RANK}",
+            out_dims.len()
+        ));
+    }
+    Ok((out_dims, out_strides))
+}
+
+/// Checks that every element a strided read or write can touch lies inside the buffer, so a wrong
+/// shape is an ArgumentError, never an out-of-bounds GPU access.
+pub fn check_extent(buf: &BufferRef, elem_bytes: u64, offset: i64, dims: &[u64], strides: &[i64]) -> Result<()> {
+    let (mut lo, mut hi) = (offset, offset);
+    for (&d, &s) in dims.iter().zip(strides) {
+        let reach = (d as i64 - 1) * s;
+        if reach < 0 { lo += reach } else { hi += reach }
+    }
+    let elements = (buf.bytes / elem_bytes) as i64;
+    if lo < 0 || hi >= elements.max(1) {
+        return Err(arg_error!(
+            "access [{lo}, {hi}] is outside a buffer of {elements} elements (shape/buffer mismatch)"
+        ));
+    }
+    Ok(())
+}
+
+pub fn elementwise_groups(n: u64) -> [u32; 3] {
+    let max = ctx().map(|c| c.info.max_workgroup_count[0]).unwrap_or(65535).min(65535) as u64;
+    [n.div_ceil(WORKGROUP).clamp(1, max) as u32, 1, 1]
+}
+
+/// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`.
+pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, groups: [u32; 3]) -> Result<()> {
+    let pipeline = pipeline(kernel, op)?;
+    let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.buffer.clone()).collect();
+    queue::record(Command::Dispatch(Dispatch {
+        pipeline,
+        bindings,
+        push: push.words,
+        groups,
+    }))
+}
+
+/// The storage-type variant of a byte-moving kernel family for an element width.
+pub fn by_width(elem_bytes: u64, b1: Kernel, b2: Kernel, b4: Kernel, b8: Kernel) -> Result<Kernel> {
+    match elem_bytes {
+        1 => Ok(b1),
+        2 => Ok(b2),
+        4 => Ok(b4),
+        8 => Ok(b8),
+        other => Err(unsupported!("no kernel moves {other}-byte elements")),
+    }
+}
+
+/// Whether f32 math routes through f64 and rounds once (matching Nx.BinaryBackend bit for bit in
+/// most cases). On when the device has shaderFloat64, unless NXV_PRECISE=0.
+pub fn precise_f32() -> bool {
+    use once_cell::sync::Lazy;
+    static PRECISE: Lazy<bool> = Lazy::new(|| {
+        let wanted = std::env::var("NXV_PRECISE").map(|v| v != "0").unwrap_or(true);
+        wanted && ctx().map(|c| c.info.float64).unwrap_or(false)
+    });
+    *PRECISE
+}

@@ -1,0 +1,57 @@
+//! Reductions (sum, product, reduce_max, reduce_min) over any set of axes. keep_axes is a reshape
+//! on the Elixir side: the output is contiguous over the kept axes either way.
+use super::*;
+use crate::dtype::Dtype;
+use crate::shaders;
+use crate::tensor::alloc;
+use rustler::{Atom, Env};
+
+const REDUCE_OPS: &[&str] = &["sum", "product", "reduce_max", "reduce_min"];
+
+#[rustler::nif]
+fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
+    let name = op.to_term(env).atom_to_string().map_err(|_| arg_error!("op must be an atom"))?;
+    let code = REDUCE_OPS
+        .iter()
+        .position(|&n| n == name)
+        .ok_or_else(|| unsupported!("{name} has no device kernel"))? as u32;
+    let kernel = match dtype {
+        Dtype::F32 if precise_f32() => shaders::reduce_f32p,
+        Dtype::F32 => shaders::reduce_f32,
+        Dtype::F64 => shaders::reduce_f64,
+        other => return Err(unsupported!("{name} on {} has no device kernel yet", other.name())),
+    };
+    if let Some(&bad) = axes.iter().find(|&&a| a >= shape.len()) {
+        return Err(arg_error!("axis {bad} is out of range for shape {shape:?}"));
+    }
+    let strides = contiguous_strides(&shape);
+    check_extent(&x, dtype.bytes(), 0, &shape, &strides)?;
+    let (mut kept_dims, mut kept_strides, mut red_dims, mut red_strides) = (vec![], vec![], vec![], vec![]);
+    for d in 0..shape.len() {
+        if axes.contains(&d) {
+            red_dims.push(shape[d]);
+            red_strides.push(strides[d]);
+        } else {
+            kept_dims.push(shape[d]);
+            kept_strides.push(strides[d]);
+        }
+    }
+    let n_out = element_count(&kept_dims);
+    let n_red = element_count(&red_dims);
+    let (kept_dims, kept_strides) = collapse(&kept_dims, &[kept_strides])?;
+    let (red_dims, red_strides) = collapse(&red_dims, &[red_strides])?;
+    let out = alloc(n_out * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n_out)?;
+    push.set(1, n_red)?;
+    push.set(2, kept_dims.len() as u64)?;
+    push.set(3, red_dims.len() as u64)?;
+    push.set(4, 0)?;
+    push.set_dims(5, &kept_dims)?;
+    push.set_strides(11, &kept_strides[0])?;
+    push.set_dims(17, &red_dims)?;
+    push.set_strides(23, &red_strides[0])?;
+    let groups = [n_out.clamp(1, 65535) as u32, 1, 1];
+    dispatch(kernel, code, &[&x, &out], push, groups)?;
+    Ok(out)
+}

@@ -1,0 +1,84 @@
+//! The pipeline cache: every compute pipeline is created once, keyed by kernel (shader family and
+//! dtype variant) and specialization constants, and reused. Counters show creations vs hits.
+use crate::context::ctx;
+use crate::error::{unsupported, Error, Result};
+use dashmap::DashMap;
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use vulkano::descriptor_set::layout::DescriptorSetLayoutCreateFlags;
+use vulkano::device::Device;
+use vulkano::pipeline::compute::ComputePipelineCreateInfo;
+use vulkano::pipeline::layout::PipelineDescriptorSetLayoutCreateInfo;
+use vulkano::pipeline::{ComputePipeline, PipelineLayout, PipelineShaderStageCreateInfo};
+use vulkano::shader::{ShaderModule, SpecializationConstant};
+use vulkano::{Validated, VulkanError};
+
+pub type ShaderLoader = fn(Arc<Device>) -> std::result::Result<Arc<ShaderModule>, Validated<VulkanError>>;
+
+/// A compiled shader variant: a family built with one set of defines.
+#[derive(Clone, Copy)]
+pub struct Kernel {
+    pub name: &'static str,
+    pub load: ShaderLoader,
+}
+
+type Key = (&'static str, u32);
+
+static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<ComputePipeline>>> = Lazy::new(DashMap::new);
+pub static CREATED: AtomicU64 = AtomicU64::new(0);
+pub static HITS: AtomicU64 = AtomicU64::new(0);
+
+/// The pipeline for `kernel` with specialization constant 0 set to `op` (kernels without one ignore it).
+pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
+    let key = (kernel.name, op);
+    if let Some(p) = PIPELINE_CACHE.get(&key) {
+        HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(p.clone());
+    }
+    let created = create(kernel, op)?;
+    CREATED.fetch_add(1, Ordering::Relaxed);
+    Ok(PIPELINE_CACHE.entry(key).or_insert(created).clone())
+}
+
+fn create(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
+    let c = ctx()?;
+    // A module that needs a feature the device lacks (f64, int64, 8/16-bit storage) fails here:
+    // that is "the device cannot do this", so the op goes through the host fallback.
+    let module = (kernel.load)(c.device.clone())
+        .map_err(|e| unsupported!("kernel {} is not available on this device ({e})", kernel.name))?;
+    let mut spec = HashMap::default();
+    if module.specialization_constants().contains_key(&0) {
+        spec.insert(0, SpecializationConstant::U32(op));
+    }
+    let entry = module
+        .specialize(spec)
+        .map_err(|e| Error::vulkan(&format!("specializing {}", kernel.name), e))?
+        .entry_point("main")
+        .ok_or_else(|| Error::Vulkan(format!("kernel {} has no main", kernel.name)))?;
+    let stage = PipelineShaderStageCreateInfo::new(entry);
+    let mut layout_info = PipelineDescriptorSetLayoutCreateInfo::from_stages([&stage]);
+    for set in layout_info.set_layouts.iter_mut() {
+        set.flags |= DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR;
+    }
+    let layout_info = layout_info
+        .into_pipeline_layout_create_info(c.device.clone())
+        .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), format!("{e:?}")))?;
+    let layout = PipelineLayout::new(c.device.clone(), layout_info)
+        .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), e))?;
+    ComputePipeline::new(
+        c.device.clone(),
+        None,
+        ComputePipelineCreateInfo::stage_layout(stage, layout),
+    )
+    .map_err(|e| Error::vulkan(&format!("creating pipeline {}", kernel.name), e))
+}
+
+pub fn stats() -> (u64, u64, usize) {
+    (
+        CREATED.load(Ordering::Relaxed),
+        HITS.load(Ordering::Relaxed),
+        PIPELINE_CACHE.len(),
+    )
+}
