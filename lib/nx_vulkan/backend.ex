@@ -75,7 +75,14 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def from_binary(%T{} = out, binary, _opts) do
-    Native.upload(binary) |> Native.unwrap!() |> wrap(out)
+    binary |> pad_to_bytes() |> Native.upload() |> Native.unwrap!() |> wrap(out)
+  end
+
+  defp pad_to_bytes(binary) when is_binary(binary), do: binary
+
+  defp pad_to_bytes(bits) do
+    pad = 8 - rem(bit_size(bits), 8)
+    <<bits::bitstring, 0::size(pad)>>
   end
 
   @impl true
@@ -99,14 +106,27 @@ defmodule Nx.Vulkan.Backend do
 
   ## Transfer
 
+  # `limit` counts elements of the whole (possibly vectorized) tensor; the NIF clamps it to the
+  # buffer. Sub-byte types are stored bit-packed, padded to whole bytes.
   @impl true
   def to_binary(%T{type: {_, bits}} = t, limit) do
-    Native.download(ref!(t), div(min(limit, Nx.size(t)) * bits + 7, 8)) |> Native.unwrap!()
+    binary = Native.download(ref!(t), div(limit * bits + 7, 8)) |> Native.unwrap!()
+
+    if rem(bits, 8) == 0 do
+      binary
+    else
+      keep = min(limit, div(bit_size(binary), bits)) * bits
+      <<kept::bitstring-size(keep), _::bitstring>> = binary
+      kept
+    end
   end
+
+  @doc false
+  def to_binary(t), do: to_binary(t, Nx.flat_size(t))
 
   @impl true
   def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
-  def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t, Nx.size(t)), opts)
+  def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t), opts)
 
   @impl true
   def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
@@ -140,7 +160,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def inspect(%T{} = t, inspect_opts) do
-    limit = if inspect_opts.limit == :infinity, do: Nx.size(t), else: inspect_opts.limit + 1
+    limit = if inspect_opts.limit == :infinity, do: Nx.flat_size(t), else: inspect_opts.limit + 1
     doc = Nx.Backend.inspect(t, to_binary(t, limit), inspect_opts)
 
     if Application.get_env(:nx_vulkan, :add_backend_on_inspect, true) do
@@ -453,7 +473,7 @@ defmodule Nx.Vulkan.Backend do
   defp ref!(%T{data: %__MODULE__{ref: ref}}), do: ref
 
   defp ref!(%T{} = t) do
-    t |> Nx.to_binary() |> Native.upload() |> Native.unwrap!()
+    t |> Nx.to_binary() |> pad_to_bytes() |> Native.upload() |> Native.unwrap!()
   end
 
   defp cast(%T{type: type} = t, type), do: t

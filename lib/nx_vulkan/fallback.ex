@@ -75,13 +75,16 @@ defmodule Nx.Vulkan.Fallback do
     :ets.update_element(@table, op, {3, reason})
     Nx.Vulkan.Native.flush_for_fallback() |> Nx.Vulkan.Native.unwrap!()
 
-    Nx.BinaryBackend
-    |> apply(op, Enum.map(args, &to_host/1))
+    # Functions passed along (reduce, window_reduce) build tensors with the default backend: make
+    # that the BinaryBackend while the host computes.
+    Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      apply(Nx.BinaryBackend, op, Enum.map(args, &to_host/1))
+    end)
     |> to_device()
   end
 
   defp to_host(%T{data: %Nx.Vulkan.Backend{}} = t),
-    do: %{t | data: %Nx.BinaryBackend{state: Nx.Vulkan.Backend.to_binary(t, Nx.size(t))}}
+    do: %{t | data: %Nx.BinaryBackend{state: Nx.Vulkan.Backend.to_binary(t)}}
 
   defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
   defp to_host(other), do: other

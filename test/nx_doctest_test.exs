@@ -1,0 +1,4 @@
+defmodule Nx.Vulkan.NxDoctestTest do
+  use ExUnit.Case, async: true
+  doctest Nx
+end
