@@ -7,13 +7,14 @@ defmodule Nx.Vulkan.Backend do
     * Ops are recorded onto one pending queue and run when the host needs data (`to_binary`,
       `inspect`, a host fallback, `Nx.Vulkan.flush/0`) or when `NXV_BATCH_MAX` dispatches are
       pending. Results do not depend on when that happens.
-    * f32 math routes through f64 and rounds once when the device has shaderFloat64 (as the
-      BinaryBackend does through Erlang's f64 `:math`); f64 exp/log/tanh/pow use the crate's own
-      f64 routines (about 1 ulp). Without shaderFloat64 (or with `NXV_PRECISE=0`) f32 math uses
-      the GPU's native functions, which may differ in the last digits.
+    * On devices where f64 is fast (classes `:software` and `:discrete_large`, see
+      `Nx.Vulkan.Device`), f32 and f16 math, sums and `dot` compute in f64 and round once, as the
+      BinaryBackend does through Erlang's f64 arithmetic; f64 exp/log/tanh/pow use the crate's own
+      f64 routines (within about 0.5 ulp). Elsewhere (or with `NXV_PRECISE=0`) f32 uses the GPU's
+      native functions and f32 accumulation, which may differ in the last digits.
     * Sums are tree-ordered per output element (deterministic, but not the BinaryBackend's
-      left-to-right order), accumulated in f64 for f32 under the precise path; `dot` accumulates
-      in its own type.
+      left-to-right order).
+    * Integer division by zero (`quotient`, `remainder`) gives 0; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
       available). The README lists them.
     * `backend_deallocate/1` returns `:ok` and the memory is released when the tensor is garbage
@@ -336,18 +337,26 @@ defmodule Nx.Vulkan.Backend do
 
   ## Element-wise
 
+  # The NIF knows which dtypes each op has on the device; the rest fall back with that reason.
   @device_unary [:negate, :abs, :sign, :floor, :ceil, :round, :exp, :expm1, :log, :log1p] ++
-                  [:sqrt, :rsqrt, :tanh, :sigmoid]
+                  [:sqrt, :rsqrt, :tanh, :sigmoid, :bitwise_not, :count_leading_zeros] ++
+                  [:population_count]
 
   for op <- @device_unary do
     @impl true
+    # Complex inputs (abs of c64 is f32, say): no kernel, and casting first would drop the
+    # imaginary part.
+    def unquote(op)(out, %T{type: {:c, _}} = t), do: Fallback.run(unquote(op), "complex input", [out, t])
+
     def unquote(op)(%T{type: type} = out, %T{} = t) do
       t = cast(t, type)
       Native.unary_op(unquote(op), type, ref!(t), Nx.size(t)) |> result(out, unquote(op), [out, t])
     end
   end
 
-  @device_arithmetic [:add, :subtract, :multiply, :divide, :max, :min, :pow]
+  @device_arithmetic [:add, :subtract, :multiply, :divide, :max, :min, :pow, :quotient] ++
+                       [:remainder, :bitwise_and, :bitwise_or, :bitwise_xor, :left_shift] ++
+                       [:right_shift]
 
   for op <- @device_arithmetic do
     @impl true
@@ -437,9 +446,7 @@ defmodule Nx.Vulkan.Backend do
     |> Enum.uniq()
     |> Kernel.--(device_unary)
 
-  host_binary =
-    [:remainder, :atan2, :quotient, :bitwise_and, :bitwise_or, :bitwise_xor] ++
-      [:left_shift, :right_shift]
+  host_binary = [:atan2]
 
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++

@@ -45,6 +45,28 @@ defmodule Nx.Vulkan.Device do
     end
   end
 
+  @doc """
+  Applies the policy that follows from the class: f32/f16 math in f64 (`precise_f32`) where f64
+  is fast (`:software`, `:discrete_large`) and supported, unless `NXV_PRECISE` (`0`/`1`) says
+  otherwise; fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
+  polling takes a core from the driver's worker threads). Called at application start.
+  """
+  def configure! do
+    info = info()
+    class = class()
+
+    precise =
+      case System.get_env("NXV_PRECISE") do
+        value when value in [nil, ""] -> info.float64 and class in [:software, :discrete_large]
+        "0" -> false
+        "1" -> true
+        other -> raise ArgumentError, "NXV_PRECISE must be 0 or 1, got: #{inspect(other)}"
+      end
+
+    spin_us = if class == :software, do: 0, else: 200
+    Native.configure(precise, spin_us) |> Native.unwrap!()
+  end
+
   @doc false
   def derive_class(%{type: :cpu}), do: :software
 

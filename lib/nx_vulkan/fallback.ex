@@ -17,28 +17,62 @@ defmodule Nx.Vulkan.Fallback do
   @table :nx_vulkan_fallback_census
   @modes [:allow, :warn, :raise]
   @mode_names Map.new(@modes, &{Atom.to_string(&1), &1})
+  @process_mode :nx_vulkan_host_fallback
+  @process_tag :nx_vulkan_fallback_tag
 
   @doc "Fallbacks since start (or the last `reset/0`), as `%{op => count}`."
   @spec count() :: %{atom => non_neg_integer}
   def count do
-    Map.new(:ets.tab2list(@table), fn {op, n, _reason} -> {op, n} end)
+    for {op, n, _reason} <- :ets.tab2list(@table), is_atom(op), into: %{}, do: {op, n}
   end
 
   @doc "The last reason recorded for each op that fell back, as `%{op => reason}`."
   @spec reasons() :: %{atom => String.t()}
   def reasons do
-    Map.new(:ets.tab2list(@table), fn {op, _n, reason} -> {op, reason} end)
+    for {op, _n, reason} <- :ets.tab2list(@table), is_atom(op), into: %{}, do: {op, reason}
   end
 
   @doc "Clears the census."
   def reset do
-    :ets.delete_all_objects(@table)
+    # Per-process tags stay: they belong to whoever set them.
+    :ets.select_delete(@table, [{{:"$1", :_, :_}, [{:is_atom, :"$1"}], [true]}])
     :ok
   end
 
-  @doc "The strict mode in force: `NXV_HOST_FALLBACK` if set, else the `:host_fallback` config."
+  @doc """
+  The strict mode in force: the calling process's own mode (`put_process_mode/1`) if set, else
+  `NXV_HOST_FALLBACK` if set, else the `:host_fallback` config.
+  """
   @spec mode() :: :allow | :warn | :raise
   def mode do
+    case Process.get(@process_mode) do
+      nil -> global_mode()
+      mode -> mode
+    end
+  end
+
+  @doc """
+  Sets the strict mode for the calling process only (`nil` clears it), e.g. to make one test or
+  one request strict. Returns the previous process mode.
+  """
+  def put_process_mode(nil), do: Process.delete(@process_mode)
+  def put_process_mode(mode), do: Process.put(@process_mode, validate_mode!(mode, "process mode"))
+
+  @doc """
+  Tags the calling process: its fallbacks are also counted under `tag`, read with `tagged/1`.
+  Lets a test attribute fallbacks to itself while other tests run concurrently.
+  """
+  def tag_process(tag), do: Process.put(@process_tag, tag)
+
+  @doc "Fallbacks counted under `tag` (see `tag_process/1`)."
+  def tagged(tag) do
+    case :ets.lookup(@table, {:tag, tag}) do
+      [{_, n, _}] -> n
+      [] -> 0
+    end
+  end
+
+  defp global_mode do
     case System.get_env("NXV_HOST_FALLBACK") do
       value when value in [nil, ""] -> validate_mode!(Application.get_env(:nx_vulkan, :host_fallback, :allow), "config :nx_vulkan, :host_fallback")
       value -> validate_mode!(Map.get(@mode_names, value, value), "NXV_HOST_FALLBACK")
@@ -73,6 +107,11 @@ defmodule Nx.Vulkan.Fallback do
 
     :ets.update_counter(@table, op, {2, 1}, {op, 0, reason})
     :ets.update_element(@table, op, {3, reason})
+
+    case Process.get(@process_tag) do
+      nil -> :ok
+      tag -> :ets.update_counter(@table, {:tag, tag}, {2, 1}, {{:tag, tag}, 0, nil})
+    end
     Nx.Vulkan.Native.flush_for_fallback() |> Nx.Vulkan.Native.unwrap!()
 
     # Functions passed along (reduce, window_reduce) build tensors with the default backend: make

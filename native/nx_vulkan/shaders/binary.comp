@@ -1,11 +1,13 @@
 #version 450
-// c = op(a, b) elementwise with broadcasting through strides (stride 0 on broadcast axes), for
-// floating-point T. Comparisons and logical ops write u8 (define OUT_U8).
+// c = op(a, b) elementwise with broadcasting through strides (stride 0 on broadcast axes).
+// Defines: T storage type; W compute type (int/uint/int64_t/uint64_t for integers, float/double
+// for floats); IS_INT (+ IS_SIGNED, BITS) for integer types; PRECISE (f32 computed in f64);
+// OUT_U8 for comparisons and logical ops, which write u8.
 // Bindings: 0 a (read), 1 b (read), 2 c (write, contiguous).
 // Push: pc[0] n, pc[1] rank, pc[2] a offset, pc[3] b offset, pc[4..10] dims, pc[10..16] a strides,
-//       pc[16..22] b strides. Specialization: constant 0 = op code (ops/elementwise.rs, BinaryOp).
+//       pc[16..22] b strides. Specialization: constant 0 = op code (ops/elementwise.rs).
 #include "common.glsl"
-#if defined(PRECISE) || defined(IS_F64)
+#if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
 #endif
 layout(local_size_x = WG) in;
@@ -18,13 +20,59 @@ layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 #endif
 
-#if defined(PRECISE) || defined(IS_F64)
-#define W double
+#ifdef IS_INT
+// Integer semantics as Nx.BinaryBackend (Elixir integers wrapped to BITS on write): wrap-around
+// arithmetic, truncating quotient, remainder with the dividend's sign. Division by zero, which
+// raises on the BinaryBackend, gives 0 here.
+W int_pow(W x, W y) {
+#ifdef IS_SIGNED
+  if (y < W(0)) return x == W(1) ? W(1) : (x == W(-1) ? ((y & W(1)) == W(0) ? W(1) : W(-1)) : W(0));
+#endif
+  W r = W(1);
+  for (int i = 0; i < 64 && y != W(0); ++i) {
+    if ((y & W(1)) != W(0)) r *= x;
+    x *= x;
+    y >>= 1;
+  }
+  return r;
+}
+W int_quotient(W x, W y) {
+  if (y == W(0)) return W(0);
+#ifdef IS_SIGNED
+  if (y == W(-1)) return W(0) - x;
+#endif
+  return x / y;
+}
+W int_remainder(W x, W y) {
+  if (y == W(0)) return W(0);
+#ifdef IS_SIGNED
+  if (y == W(-1)) return W(0);
+#endif
+  return x - y * (x / y);
+}
+// Shifts as Elixir's Bitwise on wrapped values: a negative count shifts the other way; counts of
+// BITS or more leave 0 (or -1 for a negative value shifted right).
+W shift(W x, W y, bool left) {
+#ifdef IS_SIGNED
+  if (y < W(0)) { y = W(0) - y; left = !left; }
+  if (y < W(0) || y >= W(BITS)) {   // y < 0 still: the count was the type's minimum
 #else
-#define W T
+  if (y >= W(BITS)) {
+#endif
+#ifdef IS_SIGNED
+    return (!left && x < W(0)) ? W(-1) : W(0);
+#else
+    return W(0);
+#endif
+  }
+  return left ? (x << y) : (x >> y);
+}
+#define IS_NAN(v) false
+#else
+#define IS_NAN(v) isnan(v)
 #endif
 
-#if !defined(PRECISE) && !defined(IS_F64)
+#if !defined(IS_INT) && !defined(PRECISE) && !defined(IS_F64)
 // f32 pow without f64 support: GLSL pow is undefined for x < 0 and x == 0, so sign and zero cases
 // are handled here. Less accurate than the PRECISE path.
 bool odd_integer(W y) { return y == floor(y) && abs(y) < W(16777216.0) && mod(y, W(2)) == W(1); }
@@ -45,7 +93,7 @@ W pow32(W x, W y) {
 bool apply(W x, W y) {
   switch (OP) {
     case 0: return x == y;
-    case 1: return x != y || isnan(x) || isnan(y);
+    case 1: return x != y || IS_NAN(x) || IS_NAN(y);
     case 2: return x > y;
     case 3: return x < y;
     case 4: return x >= y;
@@ -62,6 +110,18 @@ W apply(W x, W y) {
     case 0: return x + y;
     case 1: return x - y;
     case 2: return x * y;
+#ifdef IS_INT
+    case 4: return max(x, y);
+    case 5: return min(x, y);
+    case 6: return int_pow(x, y);
+    case 7: return int_quotient(x, y);
+    case 8: return int_remainder(x, y);
+    case 9: return x & y;
+    case 10: return x | y;
+    case 11: return x ^ y;
+    case 12: return shift(x, y, true);
+    case 13: return shift(x, y, false);
+#else
     case 3: return x / y;
     case 4: return (isnan(x) || isnan(y)) ? x + y : max(x, y);
     case 5: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
@@ -69,6 +129,7 @@ W apply(W x, W y) {
     case 6: return pow64(x, y);
 #else
     case 6: return pow32(x, y);
+#endif
 #endif
     default: return x;
   }

@@ -2,6 +2,7 @@
 // Batched GEMM: c[b][m][n] = sum_k a[b][m][k] * b[b][k][n], with both operands read through
 // strides (so transposed operands need no copy); c is contiguous [batch][M][N].
 // 16x16 output tile per workgroup, K walked in 16-wide tiles through shared memory.
+// Defines: T storage type, W accumulator (wrapping integer type for integers).
 // Dispatch: (ceil(N/16), ceil(M/16), batch). Bindings: 0 a (read), 1 b (read), 2 c (write).
 // Push: pc[0] M, pc[1] N, pc[2] K, pc[3] batch, pc[4] a offset, pc[5..8] a strides (batch, m, k),
 //       pc[8] b offset, pc[9..12] b strides (batch, k, n).
@@ -11,8 +12,8 @@ layout(local_size_x = TILE, local_size_y = TILE) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
-shared T ta[TILE][TILE + 1];
-shared T tb[TILE][TILE + 1];
+shared W ta[TILE][TILE + 1];
+shared W tb[TILE][TILE + 1];
 
 void main() {
   uint M = pc[0], N = pc[1], K = pc[2];
@@ -22,14 +23,14 @@ void main() {
   uint col = gl_WorkGroupID.x * TILE + tx;
   uint a_base = pc[4] + batch * pc[5];
   uint b_base = pc[8] + batch * pc[9];
-  T acc = T(0);
+  W acc = W(0);
   for (uint k0 = 0; k0 < K; k0 += TILE) {
     uint ak = k0 + tx, bk = k0 + ty;
-    ta[ty][tx] = (row < M && ak < K) ? a[a_base + row * pc[6] + ak * pc[7]] : T(0);
-    tb[ty][tx] = (bk < K && col < N) ? b[b_base + bk * pc[10] + col * pc[11]] : T(0);
+    ta[ty][tx] = (row < M && ak < K) ? W(a[a_base + row * pc[6] + ak * pc[7]]) : W(0);
+    tb[ty][tx] = (bk < K && col < N) ? W(b[b_base + bk * pc[10] + col * pc[11]]) : W(0);
     barrier();
     for (uint k = 0; k < TILE; ++k) acc += ta[ty][k] * tb[k][tx];
     barrier();
   }
-  if (row < M && col < N) c[(batch * M + row) * N + col] = acc;
+  if (row < M && col < N) c[(batch * M + row) * N + col] = T(acc);
 }

@@ -2,8 +2,9 @@
 // Reduction over any set of axes: one workgroup per output element (grid-stride over outputs), each
 // thread folds a strided slice of the reduced elements, then a fixed-order tree in shared memory.
 // The order depends only on shapes, so results are identical across runs and batch caps.
-// Defines: T (element), ACC (accumulator type). Specialization: constant 0 = op (0 sum, 1 product,
-// 2 max, 3 min). Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
+// Defines: T (element), ACC (accumulator: f64 for precise f32; for integers the wrapping compute
+// type, which gives Nx's modular sums), IS_INT. Specialization: constant 0 = op (0 sum,
+// 1 product, 2 max, 3 min). Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
 // Push: pc[0] outputs, pc[1] reduced count, pc[2] kept rank, pc[3] reduced rank, pc[4] in offset,
 //       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides.
 #include "common.glsl"
@@ -13,12 +14,23 @@ layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 shared ACC partial[WG];
 
+#ifdef IS_INT
+// The storage type's own extremes (T_MIN, T_MAX defines): 8/16-bit values are computed in 32 bits.
+ACC lowest() { return ACC(T_MIN); }
+ACC highest() { return ACC(T_MAX); }
+#define IS_NAN(v) false
+#else
+ACC lowest() { return ACC(uintBitsToFloat(0xff800000u)); }
+ACC highest() { return ACC(uintBitsToFloat(0x7f800000u)); }
+#define IS_NAN(v) isnan(v)
+#endif
+
 ACC identity() {
   switch (OP) {
     case 0: return ACC(0);
     case 1: return ACC(1);
-    case 2: return ACC(uintBitsToFloat(0xff800000u));
-    default: return ACC(uintBitsToFloat(0x7f800000u));
+    case 2: return lowest();
+    default: return highest();
   }
 }
 
@@ -26,8 +38,8 @@ ACC combine(ACC u, ACC v) {
   switch (OP) {
     case 0: return u + v;
     case 1: return u * v;
-    case 2: return (isnan(u) || isnan(v)) ? u + v : max(u, v);
-    default: return (isnan(u) || isnan(v)) ? u + v : min(u, v);
+    case 2: return (IS_NAN(u) || IS_NAN(v)) ? u + v : max(u, v);
+    default: return (IS_NAN(u) || IS_NAN(v)) ? u + v : min(u, v);
   }
 }
 

@@ -1,22 +1,54 @@
 #version 450
-// y[i] = op(x[i]) for floating-point T (defines: T, and PRECISE to compute in f64 and round once).
+// y[i] = op(x[i]). Defines: T storage type, W compute type, IS_INT (+ IS_SIGNED, BITS) for
+// integers, PRECISE (f32 computed in f64 and rounded once) or IS_F64.
 // Bindings: 0 x (read), 1 y (write). Push: pc[0] = element count.
-// Specialization: constant 0 = op code (see ops/elementwise.rs, UnaryOp). Dispatch: ceil(n/256) capped.
+// Specialization: constant 0 = op code (ops/elementwise.rs, UNARY_OPS). Dispatch: ceil(n/256) capped.
 #include "common.glsl"
-#if defined(PRECISE) || defined(IS_F64)
+#if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
+#define MATH64
 #endif
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 
-#if defined(PRECISE) || defined(IS_F64)
-#define W double
+#ifdef IS_INT
+// The value's BITS low bits, zero-extended (8/16-bit values arrive sign-extended in W).
+#if BITS == 64
+uint lo_bits(W a) { return uint(uint64_t(a)); }
+uint hi_bits(W a) { return uint(uint64_t(a) >> 32); }
 #else
-#define W T
+uint lo_bits(W a) { return BITS == 32 ? uint(a) : (uint(a) & ((1u << BITS) - 1u)); }
+uint hi_bits(W a) { return 0u; }
 #endif
+int count_leading_zeros(W a) {
+  uint hi = hi_bits(a), lo = lo_bits(a);
+#if BITS == 64
+  return hi != 0u ? 31 - findMSB(hi) : (lo != 0u ? 63 - findMSB(lo) : 64);
+#else
+  return lo != 0u ? BITS - 1 - findMSB(lo) : BITS;
+#endif
+}
 
+W apply(W a) {
+  switch (OP) {
+    case 0: return W(0) - a;                            // negate (wraps)
+#ifdef IS_SIGNED
+    case 1: return a < W(0) ? W(0) - a : a;             // abs
+    case 2: return a > W(0) ? W(1) : (a < W(0) ? W(-1) : W(0)); // sign
+#else
+    case 1: return a;
+    case 2: return a > W(0) ? W(1) : W(0);
+#endif
+    case 3: case 4: case 5: return a;                   // floor, ceil, round: integers already
+    case 15: return ~a;                                 // bitwise_not
+    case 16: return W(count_leading_zeros(a));          // count_leading_zeros
+    case 17: return W(bitCount(lo_bits(a)) + bitCount(hi_bits(a))); // population_count
+    default: return a;
+  }
+}
+#else
 W round_half_away(W a) { return sign(a) * floor(abs(a) + W(0.5)); }
 
 W apply(W a) {
@@ -27,7 +59,7 @@ W apply(W a) {
     case 3: return floor(a);                            // floor
     case 4: return ceil(a);                             // ceil
     case 5: return round_half_away(a);                  // round (half away from zero, as Nx)
-#if defined(PRECISE) || defined(IS_F64)
+#ifdef MATH64
     case 6: return exp64(a);                            // exp
     case 7: return expm1_64(a);                         // expm1
     case 8: return log64(a);                            // log
@@ -46,10 +78,10 @@ W apply(W a) {
     case 12: return tanh(a);
     case 13: return W(1) / (W(1) + exp(-a));
 #endif
-    case 14: return a * a;                              // square (internal helper)
     default: return a;
   }
 }
+#endif
 
 void main() {
   uint n = pc[0];

@@ -49,7 +49,6 @@ fn device_info(env: Env) -> Result<Term> {
             ("int16", e(&i.int16)),
             ("storage_8bit", e(&i.storage8)),
             ("storage_16bit", e(&i.storage16)),
-            ("precise_f32", e(&crate::ops::precise_f32())),
         ],
     ))
 }
@@ -76,10 +75,16 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
     Ok(rustler::types::atom::ok())
 }
 
+/// Policy chosen on the Elixir side from the device class: whether f32/f16 math computes in f64
+/// (needs shaderFloat64) and how long fence waits poll before blocking.
 #[rustler::nif]
-fn set_fence_spin_us(us: u64) -> rustler::Atom {
-    FENCE_SPIN_US.store(us, Ordering::Relaxed);
-    rustler::types::atom::ok()
+fn configure(precise_f32: bool, fence_spin_us: u64) -> Result<rustler::Atom> {
+    if precise_f32 && !ctx()?.info.float64 {
+        return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
+    }
+    crate::ops::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
+    FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
+    Ok(rustler::types::atom::ok())
 }
 
 #[rustler::nif]
@@ -99,6 +104,8 @@ fn stats(env: Env) -> Term {
         env,
         vec![
             ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
+            ("precise_f32", crate::ops::precise_f32().encode(env)),
+            ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("recorded", load(&STATS.recorded)),
             ("submissions", load(&STATS.submissions)),
             ("flushes", flushes),

@@ -21,8 +21,8 @@ pub enum Dtype {
     U64,
     C64,
     C128,
-    /// 2- and 4-bit types: stored bit-packed; no kernel takes them (host fallback).
-    SubByte,
+    /// Types no kernel takes (2/4-bit integers, 8-bit floats); ops on them take the host fallback.
+    Other,
 }
 
 impl Dtype {
@@ -34,7 +34,7 @@ impl Dtype {
             F32 | S32 | U32 => 4,
             F64 | S64 | U64 | C64 => 8,
             C128 => 16,
-            SubByte => 1,
+            Other => 1,
         }
     }
 
@@ -56,7 +56,7 @@ impl Dtype {
             U64 => "u64",
             C64 => "c64",
             C128 => "c128",
-            SubByte => "sub-byte integers",
+            Other => "this type",
         }
     }
 }
@@ -65,14 +65,12 @@ impl<'a> Decoder<'a> for Dtype {
     fn decode(term: Term<'a>) -> NifResult<Self> {
         let (kind, bits): (Atom, u32) = term.decode()?;
         use Dtype::*;
-        let t = if (kind == atoms::s() || kind == atoms::u()) && (bits == 2 || bits == 4) {
-            SubByte
-        } else if kind == atoms::f() {
+        let t = if kind == atoms::f() {
             match bits {
                 16 => F16,
                 32 => F32,
                 64 => F64,
-                _ => return Err(rustler::Error::BadArg),
+                _ => Other,
             }
         } else if kind == atoms::bf() && bits == 16 {
             BF16
@@ -82,7 +80,7 @@ impl<'a> Decoder<'a> for Dtype {
                 16 => S16,
                 32 => S32,
                 64 => S64,
-                _ => return Err(rustler::Error::BadArg),
+                _ => Other,
             }
         } else if kind == atoms::u() {
             match bits {
@@ -90,7 +88,7 @@ impl<'a> Decoder<'a> for Dtype {
                 16 => U16,
                 32 => U32,
                 64 => U64,
-                _ => return Err(rustler::Error::BadArg),
+                _ => Other,
             }
         } else if kind == atoms::c() {
             match bits {

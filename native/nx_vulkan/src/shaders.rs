@@ -2,6 +2,7 @@
 //! family, dtype variants by defines. Each line makes a module (the compiled SPIR-V) and a
 //! `Kernel` constant of the same name that the pipeline cache loads on first use.
 #![allow(non_upper_case_globals)]
+use crate::dtype::Dtype;
 use crate::pipelines::Kernel;
 
 macro_rules! kernels {
@@ -22,22 +23,73 @@ macro_rules! kernels {
 }
 
 kernels! {
-    unary_f32 => "shaders/unary.comp", "T" = "float";
-    unary_f32p => "shaders/unary.comp", "T" = "float", "PRECISE" = "1";
-    unary_f64 => "shaders/unary.comp", "T" = "double", "IS_F64" = "1";
+    unary_f32 => "shaders/unary.comp", "T" = "float", "W" = "float";
+    unary_f32p => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    unary_f64 => "shaders/unary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    unary_f16 => "shaders/unary.comp", "T" = "float16_t", "W" = "float";
+    unary_f16p => "shaders/unary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    unary_s8 => "shaders/unary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    unary_s16 => "shaders/unary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    unary_s32 => "shaders/unary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    unary_s64 => "shaders/unary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    unary_u8 => "shaders/unary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    unary_u16 => "shaders/unary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    unary_u32 => "shaders/unary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    unary_u64 => "shaders/unary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
-    binary_f32 => "shaders/binary.comp", "T" = "float";
-    binary_f32p => "shaders/binary.comp", "T" = "float", "PRECISE" = "1";
-    binary_f64 => "shaders/binary.comp", "T" = "double", "IS_F64" = "1";
-    compare_f32 => "shaders/binary.comp", "T" = "float", "OUT_U8" = "1";
-    compare_f64 => "shaders/binary.comp", "T" = "double", "IS_F64" = "1", "OUT_U8" = "1";
+    binary_f32 => "shaders/binary.comp", "T" = "float", "W" = "float";
+    binary_f32p => "shaders/binary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    binary_f64 => "shaders/binary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    binary_f16 => "shaders/binary.comp", "T" = "float16_t", "W" = "float";
+    binary_f16p => "shaders/binary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    binary_s8 => "shaders/binary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    binary_s16 => "shaders/binary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    binary_s32 => "shaders/binary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    binary_s64 => "shaders/binary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    binary_u8 => "shaders/binary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    binary_u16 => "shaders/binary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    binary_u32 => "shaders/binary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    binary_u64 => "shaders/binary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
-    reduce_f32 => "shaders/reduce.comp", "T" = "float", "ACC" = "float";
-    reduce_f32p => "shaders/reduce.comp", "T" = "float", "ACC" = "double";
-    reduce_f64 => "shaders/reduce.comp", "T" = "double", "ACC" = "double";
+    compare_f32 => "shaders/binary.comp", "T" = "float", "W" = "float", "OUT_U8" = "1";
+    compare_f64 => "shaders/binary.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "OUT_U8" = "1";
+    compare_f16 => "shaders/binary.comp", "T" = "float16_t", "W" = "float", "OUT_U8" = "1";
+    compare_s8 => "shaders/binary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "OUT_U8" = "1";
+    compare_s16 => "shaders/binary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "OUT_U8" = "1";
+    compare_s32 => "shaders/binary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "OUT_U8" = "1";
+    compare_s64 => "shaders/binary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "OUT_U8" = "1";
+    compare_u8 => "shaders/binary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "OUT_U8" = "1";
+    compare_u16 => "shaders/binary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "OUT_U8" = "1";
+    compare_u32 => "shaders/binary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "OUT_U8" = "1";
+    compare_u64 => "shaders/binary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "OUT_U8" = "1";
 
-    gemm_f32 => "shaders/gemm.comp", "T" = "float";
-    gemm_f64 => "shaders/gemm.comp", "T" = "double";
+    reduce_f32 => "shaders/reduce.comp", "T" = "float", "W" = "float", "ACC" = "float";
+    reduce_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_f64 => "shaders/reduce.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
+    reduce_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
+    reduce_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_s8 => "shaders/reduce.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
+    reduce_s16 => "shaders/reduce.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
+    reduce_s32 => "shaders/reduce.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
+    reduce_s64 => "shaders/reduce.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
+    reduce_u8 => "shaders/reduce.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
+    reduce_u16 => "shaders/reduce.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
+    reduce_u32 => "shaders/reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
+    reduce_u64 => "shaders/reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
+
+    gemm_f32 => "shaders/gemm.comp", "T" = "float", "W" = "float";
+    gemm_f32p => "shaders/gemm.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    gemm_f64 => "shaders/gemm.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    gemm_f16 => "shaders/gemm.comp", "T" = "float16_t", "W" = "float";
+    gemm_f16p => "shaders/gemm.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    gemm_s8 => "shaders/gemm.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    gemm_s16 => "shaders/gemm.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    gemm_s32 => "shaders/gemm.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    gemm_s64 => "shaders/gemm.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    gemm_u8 => "shaders/gemm.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";
     select_b2 => "shaders/select.comp", "T" = "uint16_t";
@@ -66,18 +118,96 @@ kernels! {
     iota_u32 => "shaders/iota.comp", "T" = "uint";
     iota_u64 => "shaders/iota.comp", "T" = "uint64_t";
 
-    convert_f32_f64 => "shaders/convert.comp", "TI" = "float", "TO" = "double";
-    convert_f64_f32 => "shaders/convert.comp", "TI" = "double", "TO" = "float";
-    convert_s32_f32 => "shaders/convert.comp", "TI" = "int", "TO" = "float";
-    convert_s32_f64 => "shaders/convert.comp", "TI" = "int", "TO" = "double";
-    convert_s64_f32 => "shaders/convert.comp", "TI" = "int64_t", "TO" = "float";
-    convert_s64_f64 => "shaders/convert.comp", "TI" = "int64_t", "TO" = "double";
-    convert_u8_f32 => "shaders/convert.comp", "TI" = "uint8_t", "TO" = "float";
-    convert_u8_f64 => "shaders/convert.comp", "TI" = "uint8_t", "TO" = "double";
-    convert_s32_s64 => "shaders/convert.comp", "TI" = "int", "TO" = "int64_t";
-    convert_s64_s32 => "shaders/convert.comp", "TI" = "int64_t", "TO" = "int";
-    convert_u8_s32 => "shaders/convert.comp", "TI" = "uint8_t", "TO" = "int";
-    convert_u8_s64 => "shaders/convert.comp", "TI" = "uint8_t", "TO" = "int64_t";
-    convert_s32_u8 => "shaders/convert.comp", "TI" = "int", "TO" = "uint8_t";
-    convert_s64_u8 => "shaders/convert.comp", "TI" = "int64_t", "TO" = "uint8_t";
+    convert => "shaders/convert.comp";
+}
+
+/// Kernel families that come in one variant per numeric dtype.
+#[derive(Clone, Copy, Debug)]
+pub enum Family {
+    Unary,
+    Binary,
+    Compare,
+    Reduce,
+    Gemm,
+}
+
+/// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
+/// None: no variant for this dtype (bf16, complex, sub-byte), so the op takes the host fallback.
+pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
+    match (family, dtype) {
+        (Family::Unary, Dtype::F32) => Some(if precise { unary_f32p } else { unary_f32 }),
+        (Family::Unary, Dtype::F64) => Some(unary_f64),
+        (Family::Unary, Dtype::F16) => Some(if precise { unary_f16p } else { unary_f16 }),
+        (Family::Unary, Dtype::S8) => Some(unary_s8),
+        (Family::Unary, Dtype::S16) => Some(unary_s16),
+        (Family::Unary, Dtype::S32) => Some(unary_s32),
+        (Family::Unary, Dtype::S64) => Some(unary_s64),
+        (Family::Unary, Dtype::U8) => Some(unary_u8),
+        (Family::Unary, Dtype::U16) => Some(unary_u16),
+        (Family::Unary, Dtype::U32) => Some(unary_u32),
+        (Family::Unary, Dtype::U64) => Some(unary_u64),
+        (Family::Binary, Dtype::F32) => Some(if precise { binary_f32p } else { binary_f32 }),
+        (Family::Binary, Dtype::F64) => Some(binary_f64),
+        (Family::Binary, Dtype::F16) => Some(if precise { binary_f16p } else { binary_f16 }),
+        (Family::Binary, Dtype::S8) => Some(binary_s8),
+        (Family::Binary, Dtype::S16) => Some(binary_s16),
+        (Family::Binary, Dtype::S32) => Some(binary_s32),
+        (Family::Binary, Dtype::S64) => Some(binary_s64),
+        (Family::Binary, Dtype::U8) => Some(binary_u8),
+        (Family::Binary, Dtype::U16) => Some(binary_u16),
+        (Family::Binary, Dtype::U32) => Some(binary_u32),
+        (Family::Binary, Dtype::U64) => Some(binary_u64),
+        (Family::Compare, Dtype::F32) => Some(compare_f32),
+        (Family::Compare, Dtype::F64) => Some(compare_f64),
+        (Family::Compare, Dtype::F16) => Some(compare_f16),
+        (Family::Compare, Dtype::S8) => Some(compare_s8),
+        (Family::Compare, Dtype::S16) => Some(compare_s16),
+        (Family::Compare, Dtype::S32) => Some(compare_s32),
+        (Family::Compare, Dtype::S64) => Some(compare_s64),
+        (Family::Compare, Dtype::U8) => Some(compare_u8),
+        (Family::Compare, Dtype::U16) => Some(compare_u16),
+        (Family::Compare, Dtype::U32) => Some(compare_u32),
+        (Family::Compare, Dtype::U64) => Some(compare_u64),
+        (Family::Reduce, Dtype::F32) => Some(if precise { reduce_f32p } else { reduce_f32 }),
+        (Family::Reduce, Dtype::F64) => Some(reduce_f64),
+        (Family::Reduce, Dtype::F16) => Some(if precise { reduce_f16p } else { reduce_f16 }),
+        (Family::Reduce, Dtype::S8) => Some(reduce_s8),
+        (Family::Reduce, Dtype::S16) => Some(reduce_s16),
+        (Family::Reduce, Dtype::S32) => Some(reduce_s32),
+        (Family::Reduce, Dtype::S64) => Some(reduce_s64),
+        (Family::Reduce, Dtype::U8) => Some(reduce_u8),
+        (Family::Reduce, Dtype::U16) => Some(reduce_u16),
+        (Family::Reduce, Dtype::U32) => Some(reduce_u32),
+        (Family::Reduce, Dtype::U64) => Some(reduce_u64),
+        (Family::Gemm, Dtype::F32) => Some(if precise { gemm_f32p } else { gemm_f32 }),
+        (Family::Gemm, Dtype::F64) => Some(gemm_f64),
+        (Family::Gemm, Dtype::F16) => Some(if precise { gemm_f16p } else { gemm_f16 }),
+        (Family::Gemm, Dtype::S8) => Some(gemm_s8),
+        (Family::Gemm, Dtype::S16) => Some(gemm_s16),
+        (Family::Gemm, Dtype::S32) => Some(gemm_s32),
+        (Family::Gemm, Dtype::S64) => Some(gemm_s64),
+        (Family::Gemm, Dtype::U8) => Some(gemm_u8),
+        (Family::Gemm, Dtype::U16) => Some(gemm_u16),
+        (Family::Gemm, Dtype::U32) => Some(gemm_u32),
+        (Family::Gemm, Dtype::U64) => Some(gemm_u64),
+        _ => None,
+    }
+}
+
+/// The iota/eye variant for `dtype`.
+pub fn iota(dtype: Dtype) -> Option<Kernel> {
+    match dtype {
+        Dtype::F32 => Some(iota_f32),
+        Dtype::F64 => Some(iota_f64),
+        Dtype::F16 => Some(iota_f16),
+        Dtype::S8 => Some(iota_s8),
+        Dtype::S16 => Some(iota_s16),
+        Dtype::S32 => Some(iota_s32),
+        Dtype::S64 => Some(iota_s64),
+        Dtype::U8 => Some(iota_u8),
+        Dtype::U16 => Some(iota_u16),
+        Dtype::U32 => Some(iota_u32),
+        Dtype::U64 => Some(iota_u64),
+        _ => None,
+    }
 }

@@ -2,17 +2,22 @@
 //! strides), and select.
 use super::*;
 use crate::dtype::Dtype;
-use crate::shaders;
+use crate::shaders::{self, Family};
 use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
-/// Unary op codes; the order matches the `switch` in shaders/unary.comp.
+/// Unary op codes: the index is the `case` in shaders/unary.comp. Which ops a dtype has: floats
+/// 0..=13, integers 0..=5 and 15..=17.
 const UNARY_OPS: &[&str] = &[
     "negate", "abs", "sign", "floor", "ceil", "round", "exp", "expm1", "log", "log1p", "sqrt",
-    "rsqrt", "tanh", "sigmoid",
+    "rsqrt", "tanh", "sigmoid", "", "bitwise_not", "count_leading_zeros", "population_count",
 ];
-/// Binary arithmetic op codes (shaders/binary.comp without OUT_U8).
-const ARITH_OPS: &[&str] = &["add", "subtract", "multiply", "divide", "max", "min", "pow"];
+/// Binary arithmetic op codes (shaders/binary.comp without OUT_U8). Floats: 0..=6; integers all
+/// but divide (Nx divides integers as floats).
+const ARITH_OPS: &[&str] = &[
+    "add", "subtract", "multiply", "divide", "max", "min", "pow", "quotient", "remainder",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+];
 /// Comparison and logical op codes (shaders/binary.comp with OUT_U8): results are u8.
 const COMPARE_OPS: &[&str] = &[
     "equal", "not_equal", "greater", "less", "greater_equal", "less_equal", "logical_and",
@@ -31,19 +36,24 @@ fn op_code(env: Env, op: Atom, table: &[&str]) -> Result<(u32, String)> {
         .ok_or_else(|| unsupported!("{name} has no device kernel"))
 }
 
-fn float_kernel(dtype: Dtype, f32k: Kernel, f32p: Kernel, f64k: Kernel, what: &str) -> Result<Kernel> {
-    match dtype {
-        Dtype::F32 if precise_f32() => Ok(f32p),
-        Dtype::F32 => Ok(f32k),
-        Dtype::F64 => Ok(f64k),
-        other => Err(unsupported!("{what} on {} has no device kernel yet", other.name())),
+fn is_integer(dtype: Dtype) -> bool {
+    use Dtype::*;
+    matches!(dtype, S8 | S16 | S32 | S64 | U8 | U16 | U32 | U64)
+}
+
+/// The kernel of `family` for `dtype`, if that dtype has op `code` (`float_ops` / `int_ops`).
+fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[u32], int_ops: &[u32]) -> Result<Kernel> {
+    let has_op = if is_integer(dtype) { int_ops.contains(&code) } else { float_ops.contains(&code) };
+    match shaders::numeric(family, dtype, precise_f32()) {
+        Some(kernel) if has_op => Ok(kernel),
+        _ => Err(unsupported!("{name} on {} has no device kernel yet", dtype.name())),
     }
 }
 
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let (code, name) = op_code(env, op, UNARY_OPS)?;
-    let kernel = float_kernel(dtype, shaders::unary_f32, shaders::unary_f32p, shaders::unary_f64, &name)?;
+    let kernel = kernel_for(Family::Unary, dtype, code, &name, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
     let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();
@@ -68,18 +78,14 @@ fn binary_op(
 ) -> Result<BufferRef> {
     let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
         Ok((code, name)) => (
-            float_kernel(dtype, shaders::binary_f32, shaders::binary_f32p, shaders::binary_f64, &name)?,
+            kernel_for(Family::Binary, dtype, code, &name, &[0, 1, 2, 3, 4, 5, 6], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
             code,
             dtype.bytes(),
         ),
         Err(_) => {
             let (code, name) = op_code(env, op, COMPARE_OPS)?;
-            let k = match dtype {
-                Dtype::F32 => shaders::compare_f32,
-                Dtype::F64 => shaders::compare_f64,
-                other => return Err(unsupported!("{name} on {} has no device kernel yet", other.name())),
-            };
-            (k, code, 1)
+            let all: Vec<u32> = (0..COMPARE_OPS.len() as u32).collect();
+            (kernel_for(Family::Compare, dtype, code, &name, &all, &all)?, code, 1)
         }
     };
     let n = element_count(&out_shape);

@@ -82,29 +82,12 @@ fn fill(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
     Ok(out)
 }
 
-fn iota_kernel(dtype: Dtype) -> Result<Kernel> {
-    use Dtype::*;
-    Ok(match dtype {
-        F32 => shaders::iota_f32,
-        F64 => shaders::iota_f64,
-        F16 => shaders::iota_f16,
-        S8 => shaders::iota_s8,
-        S16 => shaders::iota_s16,
-        S32 => shaders::iota_s32,
-        S64 => shaders::iota_s64,
-        U8 => shaders::iota_u8,
-        U16 => shaders::iota_u16,
-        U32 => shaders::iota_u32,
-        U64 => shaders::iota_u64,
-        other => return Err(unsupported!("iota/eye on {} has no device kernel yet", other.name())),
-    })
-}
-
 /// iota (`eye` false): element i holds (i / inner) % dim, or i when dim is 0.
 /// eye (`eye` true): 1 where the row (of `dim` rows) equals the column (of `inner` columns).
 #[rustler::nif]
 fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
-    let kernel = iota_kernel(dtype)?;
+    let kernel = shaders::iota(dtype)
+        .ok_or_else(|| unsupported!("iota/eye on {} has no device kernel yet", dtype.name()))?;
     if n > (1 << 24) && matches!(dtype, Dtype::F32 | Dtype::F16) {
         return Err(unsupported!("iota beyond 2^24 elements loses integers in {}", dtype.name()));
     }

@@ -4,7 +4,7 @@
 use super::layout::strided_copy;
 use super::*;
 use crate::dtype::Dtype;
-use crate::shaders;
+use crate::shaders::{self, Family};
 use crate::tensor::alloc;
 
 /// (size, stride) of `axes` of a tensor with `shape` and `strides`, if walking them in order is a
@@ -61,11 +61,8 @@ fn dot(
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,
 ) -> Result<BufferRef> {
-    let kernel = match dtype {
-        Dtype::F32 => shaders::gemm_f32,
-        Dtype::F64 => shaders::gemm_f64,
-        other => return Err(unsupported!("dot on {} has no device kernel yet", other.name())),
-    };
+    let kernel = shaders::numeric(Family::Gemm, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
     if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
         return Err(arg_error!("dot axes out of range"));

@@ -12,6 +12,7 @@ use crate::pipelines::{pipeline, Kernel};
 use crate::queue::{self, Command, Dispatch, PUSH_WORDS};
 use crate::tensor::BufferRef;
 use smallvec::SmallVec;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ranks up to this many dims (after collapsing) fit the kernels' push constants.
 pub const MAX_RANK: usize = 6;
@@ -172,13 +173,11 @@ pub fn by_width(elem_bytes: u64, b1: Kernel, b2: Kernel, b4: Kernel, b8: Kernel)
     }
 }
 
-/// Whether f32 math routes through f64 and rounds once (matching Nx.BinaryBackend bit for bit in
-/// most cases). On when the device has shaderFloat64, unless NXV_PRECISE=0.
+/// Whether f32/f16 math routes through f64 and rounds once (matching Nx.BinaryBackend, which
+/// computes in f64, in all but rare last-bit cases). Set by the Elixir side at start from the
+/// device class (on where f64 is fast: CPUs and data-centre GPUs) and NXV_PRECISE.
+pub static PRECISE_F32: AtomicBool = AtomicBool::new(false);
+
 pub fn precise_f32() -> bool {
-    use once_cell::sync::Lazy;
-    static PRECISE: Lazy<bool> = Lazy::new(|| {
-        let wanted = std::env::var("NXV_PRECISE").map(|v| v != "0").unwrap_or(true);
-        wanted && ctx().map(|c| c.info.float64).unwrap_or(false)
-    });
-    *PRECISE
+    PRECISE_F32.load(Ordering::Relaxed)
 }

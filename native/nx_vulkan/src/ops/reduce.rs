@@ -2,7 +2,7 @@
 //! on the Elixir side: the output is contiguous over the kept axes either way.
 use super::*;
 use crate::dtype::Dtype;
-use crate::shaders;
+use crate::shaders::{self, Family};
 use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
@@ -15,12 +15,8 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
         .iter()
         .position(|&n| n == name)
         .ok_or_else(|| unsupported!("{name} has no device kernel"))? as u32;
-    let kernel = match dtype {
-        Dtype::F32 if precise_f32() => shaders::reduce_f32p,
-        Dtype::F32 => shaders::reduce_f32,
-        Dtype::F64 => shaders::reduce_f64,
-        other => return Err(unsupported!("{name} on {} has no device kernel yet", other.name())),
-    };
+    let kernel = shaders::numeric(Family::Reduce, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
     if let Some(&bad) = axes.iter().find(|&&a| a >= shape.len()) {
         return Err(arg_error!("axis {bad} is out of range for shape {shape:?}"));
     }

@@ -1,4 +1,0 @@
-defmodule Nx.Vulkan.NxDoctestTest do
-  use ExUnit.Case, async: true
-  doctest Nx
-end
