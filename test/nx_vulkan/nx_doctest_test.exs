@@ -16,6 +16,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
   end
 
   doctest Nx, except: ResidencyRegister.doctest_exclusions(Nx)
+  doctest Nx.LinAlg, except: ResidencyRegister.doctest_exclusions(Nx.LinAlg)
 end
 
 defmodule Nx.Vulkan.NxDoctestRegisterTest do
@@ -24,15 +25,28 @@ defmodule Nx.Vulkan.NxDoctestRegisterTest do
 
   setup context do
     Fallback.put_process_mode(:allow)
-    Fallback.tag_process(context.test)
+    Fallback.tag_process(ResidencyRegister.entry_of(context.test))
     ResidencyRegister.count(:registered, context.test)
-
-    on_exit(fn ->
-      if Fallback.tagged(context.test) == 0 do
-        flunk("#{context.test} is in the residency register but no longer falls back: remove its entry")
-      end
-    end)
+    :ok
   end
 
   doctest Nx, only: ResidencyRegister.registered(Nx)
+  doctest Nx.LinAlg, only: ResidencyRegister.registered(Nx.LinAlg)
+end
+
+# Synchronous, so ExUnit runs it after every async module above: each register entry (a function's
+# doctests) must still have fallen back at least once, else it is stale.
+defmodule Nx.Vulkan.NxDoctestRegisterStaleTest do
+  use ExUnit.Case, async: false
+  alias Nx.Vulkan.{Fallback, ResidencyRegister}
+
+  test "every residency register entry still falls back" do
+    stale =
+      for module <- [Nx, Nx.LinAlg],
+          entry <- ResidencyRegister.registered(module),
+          Fallback.tagged({module, entry}) == 0,
+          do: {module, entry}
+
+    assert stale == [], "register entries that no longer fall back (remove them): #{inspect(stale)}"
+  end
 end

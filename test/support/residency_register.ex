@@ -4,12 +4,101 @@ defmodule Nx.Vulkan.ResidencyRegister do
   # test/nx_vulkan/nx_doctest_test.exs). An entry is removed when its function becomes resident;
   # the doctest test fails for a new fallback and for a stale entry alike.
   @register %{
-    Nx => %{}
+    Nx => %{
+      :moduledoc => "gather: no device kernel yet",
+      {:acos, 1} => "acos: no device kernel yet",
+      {:acosh, 1} => "acosh: no device kernel yet",
+      {:all, 2} => "all: no device kernel yet",
+      {:all_close, 3} => "all: no device kernel yet; is_infinity: no device kernel yet",
+      {:any, 2} => "any: no device kernel yet",
+      {:argmax, 2} => "argmax: no device kernel yet",
+      {:argmin, 2} => "argmin: no device kernel yet",
+      {:argsort, 2} => "argsort: no device kernel yet",
+      {:as_type, 2} => "as_type: as_type from c64 to f64 has no device kernel; as_type: as_type from c64 to s64 has no device kernel; as_type: as_type from s32 to c64 has no device kernel",
+      {:asin, 1} => "asin: no device kernel yet",
+      {:asinh, 1} => "asinh: no device kernel yet",
+      {:atan, 1} => "atan: no device kernel yet",
+      {:atan2, 2} => "atan2: no device kernel yet",
+      {:atanh, 1} => "atanh: no device kernel yet",
+      {:cbrt, 1} => "cbrt: no device kernel yet",
+      {:complex, 2} => "as_type: as_type from s32 to c64 has no device kernel",
+      {:conjugate, 1} => "conjugate: no device kernel yet",
+      {:conv, 3} => "conv: no device kernel yet",
+      {:cos, 1} => "cos: no device kernel yet",
+      {:cosh, 1} => "cosh: no device kernel yet",
+      {:erf, 1} => "erf: no device kernel yet",
+      {:erf_inv, 1} => "erf_inv: no device kernel yet",
+      {:erfc, 1} => "erfc: no device kernel yet",
+      {:fft, 2} => "fft: no device kernel yet",
+      {:fft2, 2} => "fft: no device kernel yet",
+      {:gather, 3} => "gather: no device kernel yet",
+      {:ifft, 2} => "ifft: no device kernel yet",
+      {:ifft2, 2} => "ifft: no device kernel yet",
+      {:imag, 1} => "imag: no device kernel yet",
+      {:indexed_add, 4} => "indexed_add: no device kernel yet",
+      {:indexed_put, 4} => "indexed_put: no device kernel yet",
+      {:irfft, 2} => "conjugate: no device kernel yet",
+      {:is_infinity, 1} => "is_infinity: no device kernel yet",
+      {:is_nan, 1} => "is_nan: no device kernel yet",
+      {:logsumexp, 2} => "is_infinity: no device kernel yet",
+      {:make_diagonal, 2} => "indexed_put: no device kernel yet",
+      {:median, 2} => "sort: no device kernel yet",
+      {:mode, 2} => "sort: no device kernel yet",
+      {:pad_outer, 3} => "gather: no device kernel yet",
+      {:phase, 1} => "atan2: no device kernel yet; imag: no device kernel yet",
+      {:put_diagonal, 3} => "indexed_put: no device kernel yet",
+      {:real, 1} => "real: no device kernel yet",
+      {:reduce, 4} => "reduce: no device kernel yet",
+      {:reflect, 2} => "gather: no device kernel yet",
+      {:remainder, 2} => "remainder: remainder on f32 has no device kernel yet",
+      {:rfft, 2} => "fft: no device kernel yet",
+      {:sin, 1} => "sin: no device kernel yet",
+      {:sinh, 1} => "sinh: no device kernel yet",
+      {:slice, 4} => "gather: no device kernel yet",
+      {:sort, 2} => "sort: no device kernel yet",
+      {:take, 3} => "gather: no device kernel yet",
+      {:take_along_axis, 3} => "argsort: no device kernel yet; gather: no device kernel yet",
+      {:take_diagonal, 2} => "gather: no device kernel yet",
+      {:tan, 1} => "tan: no device kernel yet",
+      {:top_k, 2} => "argsort: no device kernel yet",
+      {:window_max, 3} => "window_max: no device kernel yet",
+      {:window_mean, 3} => "window_sum: no device kernel yet",
+      {:window_min, 3} => "window_min: no device kernel yet",
+      {:window_product, 3} => "window_product: no device kernel yet",
+      {:window_reduce, 5} => "window_reduce: no device kernel yet",
+      {:window_scatter_max, 5} => "window_scatter_max: no device kernel yet",
+      {:window_scatter_min, 5} => "window_scatter_min: no device kernel yet",
+      {:window_sum, 3} => "window_sum: no device kernel yet"
+    },
+    Nx.LinAlg => %{
+      {:adjoint, 1} => "conjugate: no device kernel yet",
+      {:cholesky, 1} => "argsort: no device kernel yet; as_type: as_type from f32 to c64 has no device kernel",
+      {:determinant, 1} => "abs: complex input; argmax: no device kernel yet; gather: no device kernel yet",
+      {:eigh, 2} => "indexed_put: no device kernel yet",
+      {:invert, 1} => "argmax: no device kernel yet; gather: no device kernel yet",
+      {:least_squares, 3} => "all: no device kernel yet",
+      {:lu, 1} => "argmax: no device kernel yet",
+      {:matrix_power, 2} => "gather: no device kernel yet",
+      {:matrix_rank, 2} => "all: no device kernel yet",
+      {:norm, 2} => "abs: complex input; all: no device kernel yet",
+      {:pinv, 2} => "all: no device kernel yet",
+      {:solve, 2} => "argmax: no device kernel yet",
+      {:svd, 2} => "all: no device kernel yet",
+      {:triangular_solve, 3} => "triangular_solve: no device kernel yet"
+    }
   }
 
   def registered(module), do: Map.keys(Map.fetch!(@register, module))
   def doctest_exclusions(module), do: registered(module)
   def reason(module, fun), do: get_in(@register, [module, fun])
+
+  @doc "The register entry a doctest test belongs to: {module, {fun, arity}} or {module, :moduledoc}."
+  def entry_of(test_name) do
+    case Regex.run(~r/^doctest (?:module ([\w.]+)|([\w.]+)\.([^.\/\s]+)\/(\d+)) \(/, Atom.to_string(test_name)) do
+      [_, module] -> {Module.concat([module]), :moduledoc}
+      [_, "", module, fun, arity] -> {Module.concat([module]), {String.to_atom(fun), String.to_integer(arity)}}
+    end
+  end
 
   @table __MODULE__
 
@@ -27,7 +116,7 @@ defmodule Nx.Vulkan.ResidencyRegister do
 
       IO.puts(
         "\nNx doctest residency: #{resident} of #{resident + registered} doctests stay on the device " <>
-          "(#{share}%); #{registered} in the register (#{length(registered(Nx))} functions)"
+          "(#{share}%); #{registered} in the register (#{length(registered(Nx)) + length(registered(Nx.LinAlg))} functions)"
       )
     end
   end
