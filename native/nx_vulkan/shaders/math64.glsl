@@ -160,7 +160,7 @@ double log1p64(double x) {
 
 double tanh64(double x) {
   double ax = abs(x);
-  if (isnan(x)) return x;
+  if (isnan(x) || x == 0.0lf) return x;
   if (ax > 22.0lf) return sign(x);
   double t;
   if (ax >= 1.0lf) {
@@ -191,10 +191,28 @@ double pow64(double x, double y) {
     double r = y > 0.0lf ? inf64() : 0.0lf;
     return (x < 0.0lf && is_odd_integer64(y)) ? -r : r;
   }
-  if (x < 0.0lf) {
-    if (y != floor(y)) return nan64();
-    double r = exp64(y * log64(-x));
-    return is_odd_integer64(y) ? -r : r;
+  if (x < 0.0lf && y != floor(y)) return nan64();
+  double ax = abs(x);
+  double r;
+  if (abs(y) <= 1024.0lf) {
+    // x^y = x^n * x^f with n = floor(y) by repeated squaring (at most 10 squarings; exact
+    // whenever the result is representable, e.g. (-2)^3 = -8) and f = y - n in [0, 1): sqrt for
+    // f = 0.5, else exp(f log x), whose argument is small, so rounding errors stay near an ulp.
+    double n = floor(y);
+    double f = y - n;
+    int k = int(abs(n));
+    double base = ax;
+    r = 1.0lf;
+    while (k > 0) {
+      if ((k & 1) != 0) r *= base;
+      base *= base;
+      k >>= 1;
+    }
+    if (n < 0.0lf) r = 1.0lf / r;
+    if (f == 0.5lf) r *= sqrt(ax);
+    else if (f != 0.0lf) r *= exp64(f * log64(ax));
+  } else {
+    r = exp64(y * log64(ax));
   }
-  return exp64(y * log64(x));
+  return (x < 0.0lf && is_odd_integer64(y)) ? -r : r;
 }

@@ -1,0 +1,79 @@
+defmodule Nx.Vulkan.DeviceCase do
+  @moduledoc false
+  # Differential testing against Nx.BinaryBackend: run a function on device tensors and on host
+  # copies of the same inputs, then check shape, type, residency (the result is a
+  # Nx.Vulkan.Backend tensor and nothing fell back to the host) and values.
+  use ExUnit.CaseTemplate
+  alias Nx.Vulkan.Fallback
+
+  using do
+    quote do
+      import Nx.Vulkan.DeviceCase
+    end
+  end
+
+  setup context do
+    tag = {context.module, context.test}
+    Fallback.tag_process(tag)
+    {:ok, fallback_tag: tag}
+  end
+
+  @doc "A device tensor from a list/number, as Nx.tensor/2 would build it."
+  def dev(data, opts \\ []), do: Nx.tensor(data, Keyword.put(opts, :backend, Nx.Vulkan.Backend))
+
+  @doc "Deterministic pseudo-random f32/f64 data of `shape` in [-scale, scale)."
+  def random(shape, type \\ :f32, scale \\ 4.0, seed \\ 7) do
+    Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      key = Nx.Random.key(seed)
+      {t, _} = Nx.Random.uniform(key, -scale, scale, shape: shape, type: type)
+      t
+    end)
+    |> Nx.backend_transfer(Nx.Vulkan.Backend)
+  end
+
+  @doc """
+  Runs `fun` on `args` (device tensors) and on their host copies; asserts the device result
+  matches, stays on the device, and that nothing fell back. Options: `:atol`, `:rtol` (default
+  exact), `:fallback` (true when the op is expected to use the host fallback).
+  """
+  def assert_device(fun, args, opts \\ []) do
+    before = Fallback.tagged(Process.get(:nx_vulkan_fallback_tag))
+    actual = apply(fun, args)
+    fell_back = Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) - before
+
+    host_args = Enum.map(args, &to_host/1)
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> apply(fun, host_args) end)
+
+    if opts[:fallback] do
+      assert fell_back > 0, "expected a host fallback"
+    else
+      assert fell_back == 0, "#{fell_back} op(s) fell back to the host: #{inspect(Fallback.reasons())}"
+    end
+
+    compare(actual, expected, opts)
+    actual
+  end
+
+  defp to_host(%Nx.Tensor{} = t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+  defp to_host(other), do: other
+
+  def compare(actual, expected, opts) when is_tuple(actual) do
+    actual |> Tuple.to_list() |> Enum.zip(Tuple.to_list(expected)) |> Enum.each(fn {a, e} -> compare(a, e, opts) end)
+  end
+
+  def compare(%Nx.Tensor{} = actual, %Nx.Tensor{} = expected, opts) do
+    assert %Nx.Vulkan.Backend{} = actual.data, "result is not on the device: #{inspect(actual.data.__struct__)}"
+    assert actual.type == expected.type
+    assert actual.shape == expected.shape
+    assert actual.names == expected.names
+    host = Nx.backend_copy(actual, Nx.BinaryBackend)
+
+    Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      if opts[:atol] || opts[:rtol] do
+        Nx.Testing.assert_all_close(host, expected, atol: opts[:atol] || 0.0, rtol: opts[:rtol] || 0.0)
+      else
+        Nx.Testing.assert_equal(host, expected)
+      end
+    end)
+  end
+end
