@@ -100,7 +100,14 @@ impl Context {
                 ..Default::default()
             },
         )
-        .map_err(|e| Error::vulkan("creating the Vulkan instance", e))?;
+        .map_err(|e| {
+            // Most often VK_ERROR_INCOMPATIBLE_DRIVER: the loader found no driver (ICD) at all.
+            Error::Vulkan(format!(
+                "no usable Vulkan driver: creating the Vulkan instance failed ({e:?}); install a \
+                 Vulkan driver (without a GPU: mesa-vulkan-drivers for lavapipe) or run \
+                 scripts/setup.sh"
+            ))
+        })?;
         let mut devices: Vec<(usize, Arc<PhysicalDevice>)> = instance
             .enumerate_physical_devices()
             .map_err(|e| Error::vulkan("listing Vulkan devices", e))?

@@ -1,0 +1,81 @@
+defmodule Nx.Vulkan.ErrorsTest do
+  use Nx.Vulkan.DeviceCase, async: true
+  alias Nx.Vulkan.Native
+
+  test "mismatched shapes are an ArgumentError from the NIF, not a crash" do
+    a = dev([1.0, 2.0, 3.0])
+    assert_raise ArgumentError, ~r/cannot broadcast/, fn ->
+      Native.binary_op(:add, {:f, 32}, a.data.ref, [3], a.data.ref, [5], [5]) |> Native.unwrap!()
+    end
+  end
+
+  test "reads beyond a buffer are refused" do
+    a = dev([1.0, 2.0, 3.0])
+    assert_raise ArgumentError, ~r/outside a buffer of 3 elements/, fn ->
+      Native.view_copy(4, a.data.ref, 0, [10], [1]) |> Native.unwrap!()
+    end
+    assert_raise ArgumentError, ~r/outside a buffer/, fn ->
+      Native.view_copy(4, a.data.ref, 0, [2], [-1]) |> Native.unwrap!()
+    end
+  end
+
+  test "bad arguments to a NIF raise ArgumentError" do
+    assert_raise ArgumentError, fn -> Native.unary_op(:exp, {:f, 32}, :not_a_buffer, 3) end
+    assert_raise ArgumentError, fn -> Native.unary_op("exp", :f32, dev([1.0]).data.ref, 1) end
+    assert_raise ArgumentError, fn -> Native.set_batch_max(-5) |> Native.unwrap!() end
+  end
+
+  test "device errors are Nx.Vulkan.Error" do
+    assert_raise Nx.Vulkan.Error, "boom", fn -> Native.unwrap!({:error, {:vulkan, "boom"}}) end
+  end
+
+  test "backend options are validated" do
+    assert_raise ArgumentError, fn -> Nx.Vulkan.Backend.init(bogus: 1) end
+    assert Nx.Vulkan.Backend.init(device: Nx.Vulkan.Device.info().index) == [device: Nx.Vulkan.Device.info().index]
+    assert_raise ArgumentError, ~r/NXV_DEVICE=7/, fn -> Nx.Vulkan.Backend.init(device: 7) end
+  end
+
+  test "device info and class" do
+    info = Nx.Vulkan.Device.info()
+    assert is_binary(info.name) and info.subgroup_size >= 1 and info.max_push_constants >= 128
+    assert Nx.Vulkan.Device.class() in [:software, :discrete_large, :discrete, :integrated, :other]
+    assert Nx.Vulkan.Device.derive_class(%{type: :cpu}) == :software
+    big = %{type: :discrete_gpu, subgroup_size: 32, memory_heaps: [%{size: 141 * 1024 ** 3, device_local: true}]}
+    assert Nx.Vulkan.Device.derive_class(big) == :discrete_large
+    assert Nx.Vulkan.Device.derive_class(%{big | subgroup_size: 16}) == :discrete
+  end
+
+  test "a tensor too large for one storage binding is a clear error" do
+    limit = Nx.Vulkan.Device.info().max_storage_buffer_range
+    assert_raise ArgumentError, ~r/exceeds this device's maxStorageBufferRange/, fn ->
+      Native.alloc_buffer(limit + 4) |> Native.unwrap!()
+    end
+  end
+end
+
+defmodule Nx.Vulkan.NoDeviceTest do
+  use ExUnit.Case, async: true
+  @moduletag :subprocess
+
+  test "without a Vulkan device the application stops with a clear message" do
+    {output, status} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", "IO.puts(:started)"],
+        env: [{"VK_ICD_FILENAMES", "/nonexistent/icd.json"}, {"VK_DRIVER_FILES", "/nonexistent/icd.json"}, {"MIX_ENV", "test"}],
+        stderr_to_stdout: true
+      )
+
+    assert status != 0
+    assert output =~ "Nx.Vulkan.Error"
+    assert output =~ ~r/no usable Vulkan driver|no Vulkan device with a compute queue/
+    refute output =~ "started"
+  end
+
+  test "NXV_DEVICE_CLASS is validated" do
+    System.put_env("NXV_DEVICE_CLASS", "quantum")
+    assert_raise ArgumentError, ~r/NXV_DEVICE_CLASS must be one of/, fn -> Nx.Vulkan.Device.class() end
+    System.put_env("NXV_DEVICE_CLASS", "discrete")
+    assert Nx.Vulkan.Device.class() == :discrete
+  after
+    System.delete_env("NXV_DEVICE_CLASS")
+  end
+end

@@ -1,0 +1,78 @@
+defmodule Nx.Vulkan.FallbackTest do
+  # Not async: these tests read the global census and change global configuration.
+  use Nx.Vulkan.DeviceCase, async: false
+  import ExUnit.CaptureLog
+  alias Nx.Vulkan.Fallback
+
+  setup do
+    Fallback.reset()
+    on_exit(fn -> Application.put_env(:nx_vulkan, :host_fallback, :allow) end)
+    :ok
+  end
+
+  test "an op without a kernel runs on the host, returns to the device and is counted" do
+    t = random({3, 4}, :f32, 2.0, 1)
+    result = assert_device(&Nx.sin/1, [t], fallback: true, rtol: 1.0e-6, atol: 1.0e-7)
+    assert %Nx.Vulkan.Backend{} = result.data
+    assert Fallback.count() == %{sin: 1}
+    assert Fallback.reasons() == %{sin: "no device kernel yet"}
+    # The next op runs on the device again: no fallback contagion.
+    assert_device(&Nx.add(&1, 1.0), [result])
+    assert Fallback.count() == %{sin: 1}
+  end
+
+  test "ops on dtypes without kernels fall back with the dtype in the reason" do
+    _ = Nx.add(dev([1, 2], type: :bf16), dev([3, 4], type: :bf16))
+    assert Fallback.count() == %{add: 1}
+    assert Fallback.reasons().add =~ "bf16"
+  end
+
+  test "reset clears the census" do
+    _ = Nx.sin(dev([1.0]))
+    assert Fallback.count() != %{}
+    Fallback.reset()
+    assert Fallback.count() == %{}
+  end
+
+  test "strict mode :raise names the op and the reason" do
+    Application.put_env(:nx_vulkan, :host_fallback, :raise)
+    error = assert_raise Nx.Vulkan.Error, fn -> Nx.sin(dev([1.0])) end
+    assert error.message =~ "sin would fall back to the host (no device kernel yet)"
+    assert Fallback.count() == %{}
+    # Ops with kernels are unaffected.
+    assert Nx.to_flat_list(Nx.exp(dev([0.0]))) == [1.0]
+  end
+
+  test "strict mode :warn logs and still computes" do
+    Application.put_env(:nx_vulkan, :host_fallback, :warn)
+    log = capture_log(fn -> assert Nx.to_flat_list(Nx.sin(dev([0.0]))) == [0.0] end)
+    assert log =~ "nx_vulkan: sin falls back to the host: no device kernel yet"
+    assert Fallback.count() == %{sin: 1}
+  end
+
+  test "NXV_HOST_FALLBACK overrides the config, a process mode overrides both" do
+    Application.put_env(:nx_vulkan, :host_fallback, :allow)
+    System.put_env("NXV_HOST_FALLBACK", "raise")
+    assert Fallback.mode() == :raise
+    Fallback.put_process_mode(:warn)
+    assert Fallback.mode() == :warn
+    Fallback.put_process_mode(nil)
+    System.put_env("NXV_HOST_FALLBACK", "sometimes")
+    assert_raise ArgumentError, ~r/NXV_HOST_FALLBACK must be one of allow, warn, raise/, fn -> Fallback.mode() end
+  after
+    System.delete_env("NXV_HOST_FALLBACK")
+  end
+
+  test "an invalid config value is an error" do
+    Application.put_env(:nx_vulkan, :host_fallback, :loud)
+    assert_raise ArgumentError, ~r/host_fallback must be one of/, fn -> Nx.sin(dev([1.0])) end
+  end
+
+  test "reduce with an Elixir function falls back and computes under the BinaryBackend" do
+    t = dev([1, 2, 3, 4])
+    result = Nx.reduce(t, 0, fn x, acc -> Nx.add(x, acc) end)
+    assert Nx.to_number(result) == 10
+    assert %Nx.Vulkan.Backend{} = result.data
+    assert Fallback.count() == %{reduce: 1}
+  end
+end

@@ -1,0 +1,100 @@
+defmodule Nx.Vulkan.LayoutTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  setup do
+    {:ok, t: random({2, 3, 4}, :f32, 10.0, 1), i: dev(Enum.to_list(0..23), type: :s64) |> Nx.reshape({2, 3, 4})}
+  end
+
+  test "reshape, squeeze and bitcast change metadata only", %{t: t} do
+    r = Nx.reshape(t, {6, 4})
+    assert r.data.ref == t.data.ref
+    assert Nx.squeeze(Nx.reshape(t, {1, 2, 3, 4})).data.ref == t.data.ref
+    assert Nx.bitcast(t, :u32).data.ref == t.data.ref
+    assert_device(&Nx.bitcast(&1, :s32), [t])
+  end
+
+  test "transpose", %{t: t, i: i} do
+    for axes <- [[2, 1, 0], [1, 0, 2], [0, 2, 1]] do
+      assert_device(&Nx.transpose(&1, axes: axes), [t])
+      assert_device(&Nx.transpose(&1, axes: axes), [i])
+    end
+  end
+
+  test "broadcast", %{t: t} do
+    assert_device(&Nx.broadcast(&1, {5, 2, 3, 4}), [t])
+    assert_device(&Nx.broadcast(&1, {3, 2}, axes: [0]), [dev([1, 2, 3], type: :u8)])
+  end
+
+  test "slice, static and dynamic starts, with strides", %{t: t, i: i} do
+    assert_device(&Nx.slice(&1, [0, 1, 1], [2, 2, 3]), [t])
+    assert_device(&Nx.slice(&1, [0, 0, 0], [2, 3, 2], strides: [1, 2, 3]), [i])
+    assert_device(&Nx.slice(&1, [&2, &3, 0], [1, 2, 4]), [t, dev(1), dev(5)])
+    assert_device(&Nx.slice_along_axis(&1, 1, 2, axis: 2), [i])
+  end
+
+  test "reverse", %{t: t, i: i} do
+    assert_device(&Nx.reverse(&1, axes: [0, 2]), [t])
+    assert_device(&Nx.reverse/1, [i])
+  end
+
+  test "concatenate and stack", %{t: t} do
+    u = random({2, 1, 4}, :f32, 1.0, 2)
+    assert_device(&Nx.concatenate([&1, &2], axis: 1), [t, u])
+    assert_device(&Nx.concatenate([&1, &2, &1], axis: 0), [t, t])
+    assert_device(&Nx.stack([&1, &2], axis: 1), [t, t])
+    assert_device(&Nx.stack([&1, &2]), [dev([1, 2], type: :s16), dev([3, 4], type: :s16)])
+  end
+
+  test "pad with positive, negative and interior padding", %{t: t} do
+    assert_device(&Nx.pad(&1, 0.5, [{1, 2, 0}, {0, 1, 1}, {2, 0, 0}]), [t])
+    assert_device(&Nx.pad(&1, -1.0, [{-1, 0, 0}, {1, -1, 2}, {-2, 3, 1}]), [t])
+    assert_device(&Nx.pad(&1, 0, [{0, 0, 1}]), [dev([1, 2, 3], type: :s32)])
+  end
+
+  test "put_slice", %{t: t} do
+    assert_device(&Nx.put_slice(&1, [1, 1, 2], &2), [t, dev([[[9.0, 8.0]]])])
+    assert_device(&Nx.put_slice(&1, [&3, &4], &2), [dev([[1, 2, 3], [4, 5, 6]]), dev([[10, 11]]), dev(0), dev(7)])
+  end
+
+  test "iota, eye and constants for every real type" do
+    for type <- [:f32, :f64, :f16, :s8, :s16, :s32, :s64, :u8, :u16, :u32, :u64] do
+      assert_device(fn -> Nx.iota({3, 4}, type: type, axis: 1) end, [])
+      assert_device(fn -> Nx.iota({2, 3}, type: type) end, [])
+      assert_device(fn -> Nx.eye({2, 3, 3}, type: type) end, [])
+      assert_device(fn -> Nx.broadcast(Nx.tensor(3, type: type), {2, 2}) end, [])
+    end
+  end
+
+  test "to_batched with leftovers" do
+    t = dev(Enum.to_list(1..10)) |> Nx.reshape({5, 2})
+    batches = Nx.to_batched(t, 2, leftover: :repeat) |> Enum.to_list()
+    assert Enum.map(batches, &Nx.to_flat_list/1) == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 1, 2]]
+    assert Enum.all?(batches, &match?(%Nx.Vulkan.Backend{}, &1.data))
+    assert length(Enum.to_list(Nx.to_batched(t, 2, leftover: :discard))) == 2
+  end
+
+  test "transfers between backends" do
+    t = dev([1.0, 2.0])
+    host = Nx.backend_transfer(t, Nx.BinaryBackend)
+    assert %Nx.BinaryBackend{} = host.data
+    back = Nx.backend_transfer(host, Nx.Vulkan.Backend)
+    assert %Nx.Vulkan.Backend{} = back.data
+    copy = Nx.backend_copy(back, Nx.Vulkan.Backend)
+    assert copy.data.ref != back.data.ref
+    assert Nx.to_flat_list(copy) == [1.0, 2.0]
+    assert Nx.backend_deallocate(copy) == :ok
+  end
+
+  test "inputs from other backends are uploaded" do
+    host = Nx.tensor([1.0, 2.0], backend: Nx.BinaryBackend)
+    result = Nx.Vulkan.Backend.add(%{host | data: nil}, dev([10.0, 20.0]), host)
+    assert Nx.to_flat_list(result) == [11.0, 22.0]
+  end
+
+  test "sub-byte and 8-bit float types survive a round trip" do
+    for type <- [{:u, 4}, {:s, 2}, {:f, 8}] do
+      host = Nx.tensor([1, 0, 1], type: type, backend: Nx.BinaryBackend)
+      assert Nx.to_binary(Nx.backend_transfer(host, Nx.Vulkan.Backend)) == Nx.to_binary(host)
+    end
+  end
+end

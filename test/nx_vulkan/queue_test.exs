@@ -1,0 +1,112 @@
+defmodule Nx.Vulkan.QueueTest do
+  # Not async: these tests read global counters and change the batch cap.
+  use Nx.Vulkan.DeviceCase, async: false
+
+  setup do
+    previous = Nx.Vulkan.batch_max()
+    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
+    Nx.Vulkan.flush()
+    :ok
+  end
+
+  defp chain(x, n), do: Enum.reduce(1..n, x, fn i, acc -> acc |> Nx.multiply(1.0001) |> Nx.add(i * 1.0e-3) |> Nx.tanh() end)
+
+  test "a download flushes once; recording does not submit under the cap" do
+    Nx.Vulkan.set_batch_max(1000)
+    before = Nx.Vulkan.stats()
+    r = chain(random({64}), 10)
+    mid = Nx.Vulkan.stats()
+    assert mid.submissions == before.submissions
+    _ = Nx.to_binary(r)
+    after_download = Nx.Vulkan.stats()
+    assert after_download.submissions == before.submissions + 1
+    assert after_download.flushes.download == before.flushes.download + 1
+    assert after_download.recorded >= before.recorded + 30
+  end
+
+  test "explicit flush" do
+    before = Nx.Vulkan.stats()
+    _ = Nx.exp(random({8}))
+    assert Nx.Vulkan.flush() == :ok
+    after_flush = Nx.Vulkan.stats()
+    assert after_flush.flushes.explicit == before.flushes.explicit + 1
+    assert after_flush.submissions == before.submissions + 1
+  end
+
+  test "the cap submits every N recorded commands" do
+    Nx.Vulkan.set_batch_max(4)
+    Nx.Vulkan.flush()
+    before = Nx.Vulkan.stats()
+    _ = chain(random({16}), 4) |> Nx.to_binary()
+    after_run = Nx.Vulkan.stats()
+    recorded = after_run.recorded - before.recorded
+    assert after_run.flushes.batch_cap - before.flushes.batch_cap == div(recorded, 4)
+  end
+
+  test "cap 0 submits every command on its own" do
+    Nx.Vulkan.set_batch_max(0)
+    before = Nx.Vulkan.stats()
+    _ = chain(random({16}), 3) |> Nx.to_binary()
+    after_run = Nx.Vulkan.stats()
+    assert after_run.submissions - before.submissions == after_run.recorded - before.recorded
+  end
+
+  test "results are bit-identical across batch caps" do
+    x = random({33, 17}, :f32, 2.0, 4)
+    w = random({17, 5}, :f32, 1.0, 5)
+
+    results =
+      for cap <- [0, 1, 4, 64, 256] do
+        Nx.Vulkan.set_batch_max(cap)
+        h = x |> Nx.dot(w) |> Nx.max(0.0) |> Nx.exp()
+        s = Nx.sum(h, axes: [1], keep_axes: true)
+        Nx.to_binary(Nx.divide(h, s) |> Nx.log() |> Nx.sum())
+      end
+
+    assert length(Enum.uniq(results)) == 1
+  end
+
+  test "a tensor garbage-collected while its work is pending stays alive until the work is done" do
+    Nx.Vulkan.set_batch_max(1000)
+    result = fn ->
+      x = random({50_000}, :f32, 1.0, 9)
+      # Only `y` survives this function; x and every intermediate become garbage while the
+      # commands that read them are still pending.
+      x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
+    end.()
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      x = Nx.backend_copy(random({50_000}, :f32, 1.0, 9), Nx.BinaryBackend)
+      x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
+    end)
+    :erlang.garbage_collect()
+    Process.sleep(10)
+    live_before_flush = Nx.Vulkan.stats().live_buffers
+    assert Nx.to_binary(result) == Nx.to_binary(expected)
+    assert live_before_flush >= 1
+  end
+
+  test "the pipeline cache creates each pipeline once" do
+    _ = Nx.to_binary(Nx.exp(random({4})))
+    before = Nx.Vulkan.stats()
+    _ = Nx.to_binary(Nx.exp(random({4})))
+    after_run = Nx.Vulkan.stats()
+    assert after_run.pipelines_created == before.pipelines_created
+    assert after_run.pipeline_hits > before.pipeline_hits
+  end
+
+  test "NXV_BATCH_MAX is validated" do
+    for {value, expected} <- [{"0", 0}, {" 16 ", 16}, {"", 64}] do
+      System.put_env("NXV_BATCH_MAX", value)
+      assert Nx.Vulkan.batch_max_from_env!() == expected
+    end
+
+    for bad <- ["abc", "-1", "1.5", "64x"] do
+      System.put_env("NXV_BATCH_MAX", bad)
+      assert_raise ArgumentError, ~r/NXV_BATCH_MAX must be a non-negative integer/, fn -> Nx.Vulkan.batch_max_from_env!() end
+    end
+
+    assert_raise ArgumentError, fn -> Nx.Vulkan.set_batch_max(-1) end
+  after
+    System.delete_env("NXV_BATCH_MAX")
+  end
+end

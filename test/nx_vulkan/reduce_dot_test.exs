@@ -1,0 +1,71 @@
+defmodule Nx.Vulkan.ReduceDotTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  describe "reductions over any axes" do
+    for type <- [:f32, :f64], op <- [:sum, :reduce_max, :reduce_min, :product] do
+      test "#{op} #{type}" do
+        scale = if unquote(op) == :product, do: 1.5, else: 4.0
+        t = random({3, 4, 5, 2}, unquote(type), scale, 9)
+        for axes <- [nil, [0], [1], [3], [0, 2], [1, 3], [0, 1, 2, 3]], keep <- [false, true] do
+          opts = if axes, do: [axes: axes, keep_axes: keep], else: [keep_axes: keep]
+          assert_device(&apply(Nx, unquote(op), [&1, opts]), [t], rtol: 1.0e-6, atol: 1.0e-6)
+        end
+      end
+    end
+
+    test "f32 sums round once from f64, so they equal the BinaryBackend's" do
+      t = random({257, 33}, :f32, 1.0, 3)
+      assert_device(&Nx.sum(&1, axes: [0]), [t])
+      assert_device(&Nx.sum/1, [t])
+    end
+
+    test "integer sums wrap like the BinaryBackend" do
+      t = dev([[100, 100, 100], [27, -128, 5]], type: :s8)
+      assert_device(&Nx.sum(&1, axes: [1]), [t])
+      assert_device(&Nx.sum/1, [dev([4_000_000_000, 4_000_000_000], type: :u32)])
+      assert_device(&Nx.reduce_max(&1, axes: [0]), [t])
+      assert_device(&Nx.reduce_min/1, [dev([3, 200, 7], type: :u8)])
+    end
+
+    test "large reductions and many outputs" do
+      assert_device(&Nx.sum/1, [random({300_000}, :f32, 1.0, 5)])
+      assert_device(&Nx.reduce_max(&1, axes: [1]), [random({70_000, 3}, :f32, 1.0, 6)])
+    end
+
+    test "NaN propagates through max and min" do
+      t = dev([[1.0, :nan, 3.0], [1.0, 2.0, 3.0]])
+      assert_device(&Nx.reduce_max(&1, axes: [1]), [t])
+      assert_device(&Nx.reduce_min(&1, axes: [1]), [t])
+    end
+  end
+
+  describe "dot" do
+    for type <- [:f32, :f64] do
+      test "2-D #{type}, plain and transposed operands" do
+        a = random({17, 33}, unquote(type), 1.0, 1)
+        b = random({33, 9}, unquote(type), 1.0, 2)
+        tol = [rtol: 1.0e-6, atol: 1.0e-6]
+        assert_device(&Nx.dot/2, [a, b], tol)
+        # a^T . b^T, contracting a's axis 0 and b's axis 1, read through strides
+        at = random({33, 17}, unquote(type), 1.0, 3)
+        bt = random({9, 33}, unquote(type), 1.0, 4)
+        assert_device(&Nx.dot(&1, [0], &2, [1]), [at, bt], tol)
+        assert_device(&Nx.dot(&1, [1], &2, [1]), [a, bt], tol)
+        assert_device(&Nx.dot(&1, [0], &2, [0]), [at, b], tol)
+      end
+    end
+
+    test "batched and multi-axis contractions" do
+      a = random({2, 3, 4, 5}, :f32, 1.0, 5)
+      b = random({2, 5, 4, 6}, :f32, 1.0, 6)
+      assert_device(&Nx.dot(&1, [2, 3], [0], &2, [2, 1], [0]), [a, b], rtol: 1.0e-6, atol: 1.0e-6)
+      assert_device(&Nx.dot(&1, [1], [], &2, [0], []), [random({3, 5}, :f32, 1.0, 7), random({5, 2}, :f32, 1.0, 8)], rtol: 1.0e-6, atol: 1.0e-6)
+    end
+
+    test "outer product, vectors and integers" do
+      assert_device(&Nx.outer/2, [dev([1.0, 2.0, 3.0]), dev([4.0, 5.0])])
+      assert_device(&Nx.dot/2, [dev([1.0, 2.0, 3.0]), dev([4.0, 5.0, 6.0])])
+      assert_device(&Nx.dot/2, [dev([[1, 2], [3, 4]], type: :s32), dev([[5], [6]], type: :s32)])
+    end
+  end
+end
