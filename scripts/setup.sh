@@ -16,6 +16,11 @@ APT_PACKAGES=(erlang-nox erlang-dev erlang-src mesa-vulkan-drivers libvulkan1 vu
               libshaderc-dev glslang-dev spirv-tools xz-utils ca-certificates)
 
 log() { echo "[setup] $*"; }
+
+# Rust comes with machines of this kind (rustup); it cannot be installed from Debian's packages
+# at the version the crates need, so say so clearly if it is missing.
+export PATH="$HOME/.cargo/bin:$PATH"
+command -v cargo >/dev/null || { echo "[setup] cargo not found: install Rust (rustup) first" >&2; exit 1; }
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
 missing=()

@@ -1,0 +1,133 @@
+# MNIST MLP training step on Nx.Vulkan.Backend under Nx.Defn.Evaluator (the default compiler).
+#
+#   mix run examples/mnist_mlp_step_bench.exs [--binary] [--blocks N] [--steps N]
+#
+# Checks before timing: every input and gradient lives on Nx.Vulkan.Backend, the loss is finite,
+# and the step falls back to the host for nothing. Then times best and median of N blocks of M
+# steps (default 5 x 20), reading the loss back every step, in two modes: Nx.Defn.jit called every
+# step (the Evaluator re-traces each call) and a function compiled once with Nx.Defn.compile/3.
+# The Evaluator's own floor is the same step on tiny shapes (batch 1, 2 features, 2 hidden units)
+# on Nx.BinaryBackend. --binary (or NXV_BENCH_BINARY=1) also runs the real step on the
+# BinaryBackend for the ratio. Prints one table, and a RESULT line for bench/batch_cap_sweep.exs.
+Nx.global_default_backend(Nx.Vulkan.Backend)
+Code.require_file("mnist_mlp.exs", __DIR__)
+
+{opts, _, _} = OptionParser.parse(System.argv(), strict: [binary: :boolean, blocks: :integer, steps: :integer])
+blocks = opts[:blocks] || 5
+steps = opts[:steps] || 20
+with_binary = opts[:binary] || System.get_env("NXV_BENCH_BINARY") == "1"
+
+defmodule Bench do
+  # Runs `block_steps` steps `blocks` times; returns {best, median} ms per step.
+  def time(step_fun, blocks, block_steps) do
+    per_step =
+      for _ <- 1..blocks do
+        {us, _} =
+          :timer.tc(fn ->
+            for _ <- 1..block_steps do
+              {loss, _grads} = step_fun.()
+              Nx.to_number(loss)
+            end
+          end)
+
+        us / 1000 / block_steps
+      end
+      |> Enum.sort()
+
+    {hd(per_step), Enum.at(per_step, div(length(per_step), 2))}
+  end
+
+  def resident!(label, tensors) do
+    for t <- tensors, not match?(%Nx.Vulkan.Backend{}, t.data) do
+      raise "#{label}: a tensor lives on #{inspect(t.data.__struct__)}, not Nx.Vulkan.Backend"
+    end
+  end
+
+  def commit do
+    System.get_env("NXV_COMMIT") ||
+      case System.cmd("git", ["rev-parse", "--short", "HEAD"], stderr_to_stdout: true) do
+        {sha, 0} -> String.trim(sha)
+        _ -> "unknown"
+      end
+  rescue
+    _ -> "unknown"
+  end
+
+  def fmt(ms), do: :erlang.float_to_binary(ms, decimals: 3)
+end
+
+shape = {32, 784, 128, 10}
+{params, x, labels} = MNISTMLP.inputs(shape, Nx.Vulkan.Backend)
+jit_step = Nx.Defn.jit(&MNISTMLP.step/3)
+compiled_step = Nx.Defn.compile(&MNISTMLP.step/3, [params, x, labels])
+
+# Residency and fallback checks, on a warm-up step of each mode.
+Nx.Vulkan.Fallback.reset()
+{loss, grads} = jit_step.(params, x, labels)
+{loss2, grads2} = compiled_step.(params, x, labels)
+Bench.resident!("inputs", Tuple.to_list(params) ++ [x, labels])
+Bench.resident!("gradients", Tuple.to_list(grads) ++ Tuple.to_list(grads2) ++ [loss, loss2])
+loss_value = Nx.to_number(loss)
+unless is_float(loss_value) and loss_value == Nx.to_number(loss2), do: raise("loss is not finite or differs between modes: #{inspect(loss_value)}")
+fallbacks = Nx.Vulkan.Fallback.count()
+if fallbacks != %{}, do: raise("the step fell back to the host: #{inspect(Nx.Vulkan.Fallback.reasons())}")
+
+measure = fn step_fun ->
+  s0 = Nx.Vulkan.stats()
+  {best, median} = Bench.time(step_fun, blocks, steps)
+  s1 = Nx.Vulkan.stats()
+  n = blocks * steps
+  %{best: best, median: median, submissions: (s1.submissions - s0.submissions) / n,
+    dispatches: (s1.recorded - s0.recorded) / n, hits: s1.pipeline_hits - s0.pipeline_hits,
+    created: s1.pipelines_created - s0.pipelines_created,
+    record_us: (s1.record_ns - s0.record_ns) / n / 1000, submit_us: (s1.submit_ns - s0.submit_ns) / n / 1000,
+    wait_us: (s1.wait_ns - s0.wait_ns) / n / 1000}
+end
+
+jit = measure.(fn -> jit_step.(params, x, labels) end)
+compiled = measure.(fn -> compiled_step.(params, x, labels) end)
+
+# The Evaluator's floor: same step, tiny shapes, BinaryBackend.
+tiny = {1, 2, 2, 2}
+{tp, tx, tl} = MNISTMLP.inputs(tiny, Nx.BinaryBackend)
+floor_jit = Nx.Defn.jit(&MNISTMLP.step/3)
+floor_compiled = Nx.Defn.compile(&MNISTMLP.step/3, [tp, tx, tl])
+{floor_jit_best, floor_jit_median} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Bench.time(fn -> floor_jit.(tp, tx, tl) end, blocks, steps) end)
+{floor_c_best, floor_c_median} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Bench.time(fn -> floor_compiled.(tp, tx, tl) end, blocks, steps) end)
+
+binary =
+  if with_binary do
+    {bp, bx, bl} = MNISTMLP.inputs(shape, Nx.BinaryBackend)
+    b_step = Nx.Defn.compile(&MNISTMLP.step/3, [bp, bx, bl])
+    Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      {bloss, _} = b_step.(bp, bx, bl)
+      {best, _} = Bench.time(fn -> b_step.(bp, bx, bl) end, 1, 2)
+      %{best: best, loss: Nx.to_number(bloss)}
+    end)
+  end
+
+info = Nx.Vulkan.Device.info()
+cap = Nx.Vulkan.batch_max()
+IO.puts("""
+
+MNIST MLP training step (batch 32, 784-128-10, value_and_grad, f32), Nx.Defn.Evaluator
+  device    #{info.name} (class #{Nx.Vulkan.Device.class()}, #{info.type}), precise_f32 #{Nx.Vulkan.stats().precise_f32}
+  commit    #{Bench.commit()}   date #{Date.utc_today()}   NXV_BATCH_MAX #{cap}
+  loss      #{:erlang.float_to_binary(loss_value, [:short])}   fallbacks: none
+  timing    best and median of #{blocks} blocks x #{steps} steps, loss read back every step
+
+| mode                   | best ms/step | median ms/step | submissions/step | dispatches/step | pipeline hits (created) | GPU-thread record / submit / wait us/step |
+|------------------------|--------------|----------------|------------------|-----------------|-------------------------|-------------------------------------------|
+| jit, re-traced         | #{Bench.fmt(jit.best)} | #{Bench.fmt(jit.median)} | #{Float.round(jit.submissions, 2)} | #{Float.round(jit.dispatches, 1)} | #{jit.hits} (#{jit.created}) | #{Float.round(jit.record_us, 1)} / #{Float.round(jit.submit_us, 1)} / #{Float.round(jit.wait_us, 1)} |
+| compiled once          | #{Bench.fmt(compiled.best)} | #{Bench.fmt(compiled.median)} | #{Float.round(compiled.submissions, 2)} | #{Float.round(compiled.dispatches, 1)} | #{compiled.hits} (#{compiled.created}) | #{Float.round(compiled.record_us, 1)} / #{Float.round(compiled.submit_us, 1)} / #{Float.round(compiled.wait_us, 1)} |
+| floor, re-traced (tiny, BinaryBackend) | #{Bench.fmt(floor_jit_best)} | #{Bench.fmt(floor_jit_median)} | | | | |
+| floor, compiled (tiny, BinaryBackend)  | #{Bench.fmt(floor_c_best)} | #{Bench.fmt(floor_c_median)} | | | | |
+| backend's own cost, re-traced | #{Bench.fmt(jit.best - floor_jit_best)} | | | | | |
+| backend's own cost, compiled  | #{Bench.fmt(compiled.best - floor_c_best)} | | | | | |
+""")
+
+if binary do
+  IO.puts("BinaryBackend, compiled once: #{Bench.fmt(binary.best)} ms/step (loss #{binary.loss}); Vulkan is #{Float.round(binary.best / compiled.best, 1)}x faster")
+end
+
+IO.puts("RESULT cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# README's test command: installs what is missing (scripts/setup.sh), builds, and runs the whole
+# suite (Nx's doctests against the backend + the project's tests) once per batch cap, each with
+# its own fixed ExUnit seed, so neither submission timing nor test order can hide a race.
+#
+#   scripts/test.sh           caps 0, 4, 64 with seeds 0, 42, 1234 (what CI runs)
+#   scripts/test.sh --matrix  every cap in 0 1 4 64 256 x every seed in 0 42 1234
+#   extra arguments after the flag go to mix test (e.g. a test file)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+source scripts/env.sh
+export MIX_ENV=test
+
+if [ "${1:-}" = "--matrix" ]; then
+  shift
+  runs=()
+  for cap in 0 1 4 64 256; do for seed in 0 42 1234; do runs+=("$cap:$seed"); done; done
+else
+  runs=("0:0" "4:42" "64:1234")
+fi
+
+mix deps.get >/dev/null
+mix compile
+failed=()
+for run in "${runs[@]}"; do
+  cap=${run%%:*}; seed=${run##*:}
+  echo "=== NXV_BATCH_MAX=$cap mix test --seed $seed"
+  if ! NXV_BATCH_MAX=$cap mix test --seed "$seed" "$@"; then failed+=("cap $cap seed $seed"); fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "All ${#runs[@]} runs passed."
