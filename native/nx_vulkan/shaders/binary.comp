@@ -139,21 +139,21 @@ W apply(W x, W y) {
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    int ao = int(pc[2]), bo = int(pc[3]);
-    uint rest = i;
-    for (int d = int(rank) - 1; d >= 0; --d) {
-      uint dim = pc[4 + d];
-      uint q = rest / dim;
-      int r = int(rest - q * dim);
-      ao += r * int(pc[10 + d]);
-      bo += r * int(pc[16 + d]);
-      rest = q;
-    }
-#ifdef OUT_U8
-    c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
-#else
-    c[i] = T(apply(W(a[ao]), W(b[bo])));
-#endif
+  uint i = element_index();
+  if (i >= n) return;
+  int ao = int(pc[2]), bo = int(pc[3]);
+  uint rest = i;
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[4 + d];
+    uint q = rest / dim;
+    int r = int(rest - q * dim);
+    ao += r * int(pc[10 + d]);
+    bo += r * int(pc[16 + d]);
+    rest = q;
   }
+#ifdef OUT_U8
+  c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
+#else
+  c[i] = T(apply(W(a[ao]), W(b[bo])));
+#endif
 }

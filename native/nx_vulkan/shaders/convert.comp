@@ -92,20 +92,20 @@ int64_t int_min(uint code) {
 
 void main() {
   uint n = pc[0];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    if (is_float(IN)) {
-      double v = load_float(i);
-      if (is_float(OUT)) store_float(i, v);
-      else if (isnan(v)) store_int(i, 0l);
-      else if (isinf(v)) store_int(i, v > 0.0lf ? int_max(OUT) : int_min(OUT));
-      else store_int(i, wrap_trunc(v));
-    } else {
-      int64_t v = load_int(i);
-      if (!is_float(OUT)) store_int(i, v);
-      // Straight to f32 (no double rounding through f64 for 64-bit integers).
-      else if (OUT == 0u) y4[i] = floatBitsToUint(IN == 11u ? float(uint64_t(v)) : float(v));
-      else if (IN == 11u) store_float(i, double(uint64_t(v)));
-      else store_float(i, double(v));
-    }
+  uint i = element_index();
+  if (i >= n) return;
+  if (is_float(IN)) {
+    double v = load_float(i);
+    if (is_float(OUT)) store_float(i, v);
+    else if (isnan(v)) store_int(i, 0l);
+    else if (isinf(v)) store_int(i, v > 0.0lf ? int_max(OUT) : int_min(OUT));
+    else store_int(i, wrap_trunc(v));
+  } else {
+    int64_t v = load_int(i);
+    if (!is_float(OUT)) store_int(i, v);
+    // Straight to f32 (no double rounding through f64 for 64-bit integers).
+    else if (OUT == 0u) y4[i] = floatBitsToUint(IN == 11u ? float(uint64_t(v)) : float(v));
+    else if (IN == 11u) store_float(i, double(uint64_t(v)));
+    else store_float(i, double(v));
   }
 }

@@ -13,17 +13,17 @@ layout(set = 0, binding = 1) buffer O { T y[]; };
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    int io = int(pc[2]), oo = int(pc[3]);
-    uint rest = i;
-    for (int d = int(rank) - 1; d >= 0; --d) {
-      uint dim = pc[4 + d];
-      uint q = rest / dim;
-      int r = int(rest - q * dim);
-      io += r * int(pc[10 + d]);
-      oo += r * int(pc[16 + d]);
-      rest = q;
-    }
-    y[oo] = x[io];
+  uint i = element_index();
+  if (i >= n) return;
+  int io = int(pc[2]), oo = int(pc[3]);
+  uint rest = i;
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[4 + d];
+    uint q = rest / dim;
+    int r = int(rest - q * dim);
+    io += r * int(pc[10 + d]);
+    oo += r * int(pc[16 + d]);
+    rest = q;
   }
+  y[oo] = x[io];
 }

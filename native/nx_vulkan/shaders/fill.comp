@@ -13,5 +13,6 @@ void main() {
 #else
   T v = T(pc[1]);
 #endif
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) y[i] = v;
+  uint i = element_index();
+  if (i < n) y[i] = v;
 }

@@ -10,13 +10,13 @@ layout(set = 0, binding = 0) writeonly buffer Y { T y[]; };
 
 void main() {
   uint n = pc[0], inner = pc[1], dim = pc[2];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    if (OP == 0) {
-      y[i] = T(dim == 0 ? i : (i / inner) % dim);
-    } else {
-      uint col = i % inner;
-      uint row = (i / inner) % dim;
-      y[i] = T(row == col ? 1 : 0);
-    }
+  uint i = element_index();
+  if (i >= n) return;
+  if (OP == 0) {
+    y[i] = T(dim == 0 ? i : (i / inner) % dim);
+  } else {
+    uint col = i % inner;
+    uint row = (i / inner) % dim;
+    y[i] = T(row == col ? 1 : 0);
   }
 }

@@ -1,5 +1,5 @@
 #version 450
-// Reduction over any set of axes: one workgroup per output element (grid-stride over outputs), each
+// Reduction over any set of axes: one workgroup per output element, each
 // thread folds a strided slice of the reduced elements, then a fixed-order tree in shared memory.
 // The order depends only on shapes, so results are identical across runs and batch caps.
 // Defines: T (element), ACC (accumulator: f64 for precise f32; for integers the wrapping compute
@@ -14,51 +14,25 @@ layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 shared ACC partial[WG];
 
-#ifdef IS_INT
-// The storage type's own extremes (T_MIN, T_MAX defines): 8/16-bit values are computed in 32 bits.
-ACC lowest() { return ACC(T_MIN); }
-ACC highest() { return ACC(T_MAX); }
-#define IS_NAN(v) false
-#else
-ACC lowest() { return ACC(uintBitsToFloat(0xff800000u)); }
-ACC highest() { return ACC(uintBitsToFloat(0x7f800000u)); }
-#define IS_NAN(v) isnan(v)
-#endif
-
-ACC identity() {
-  switch (OP) {
-    case 0: return ACC(0);
-    case 1: return ACC(1);
-    case 2: return lowest();
-    default: return highest();
-  }
-}
-
-ACC combine(ACC u, ACC v) {
-  switch (OP) {
-    case 0: return u + v;
-    case 1: return u * v;
-    case 2: return (IS_NAN(u) || IS_NAN(v)) ? u + v : max(u, v);
-    default: return (IS_NAN(u) || IS_NAN(v)) ? u + v : min(u, v);
-  }
-}
+#include "reduce_ops.glsl"
 
 void main() {
   uint n_out = pc[0], n_red = pc[1], kept_rank = pc[2], red_rank = pc[3];
   uint lid = gl_LocalInvocationID.x;
-  for (uint o = gl_WorkGroupID.x; o < n_out; o += gl_NumWorkGroups.x) {
-    uint base = strided(o, kept_rank, 5, 11, pc[4]);
-    ACC acc = identity();
-    for (uint r = lid; r < n_red; r += WG) {
-      acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
-    }
-    partial[lid] = acc;
-    barrier();
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-      if (lid < s) partial[lid] = combine(partial[lid], partial[lid + s]);
-      barrier();
-    }
-    if (lid == 0) y[o] = T(partial[0]);
+  // One output per workgroup, over a 2-D grid of workgroups (uniform per workgroup, so the early
+  // return cannot split a barrier).
+  uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+  if (o >= n_out) return;
+  uint base = strided(o, kept_rank, 5, 11, pc[4]);
+  ACC acc = identity();
+  for (uint r = lid; r < n_red; r += WG) {
+    acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
+  }
+  partial[lid] = acc;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (lid < s) partial[lid] = combine(partial[lid], partial[lid + s]);
     barrier();
   }
+  if (lid == 0) y[o] = T(partial[0]);
 }

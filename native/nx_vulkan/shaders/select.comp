@@ -14,18 +14,18 @@ layout(set = 0, binding = 3) writeonly buffer O { T o[]; };
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    int po = int(pc[2]), to = int(pc[3]), fo = int(pc[4]);
-    uint rest = i;
-    for (int d = int(rank) - 1; d >= 0; --d) {
-      uint dim = pc[5 + d];
-      uint q = rest / dim;
-      int r = int(rest - q * dim);
-      po += r * int(pc[11 + d]);
-      to += r * int(pc[17 + d]);
-      fo += r * int(pc[23 + d]);
-      rest = q;
-    }
-    o[i] = p[po] != uint8_t(0) ? tv[to] : fv[fo];
+  uint i = element_index();
+  if (i >= n) return;
+  int po = int(pc[2]), to = int(pc[3]), fo = int(pc[4]);
+  uint rest = i;
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[5 + d];
+    uint q = rest / dim;
+    int r = int(rest - q * dim);
+    po += r * int(pc[11 + d]);
+    to += r * int(pc[17 + d]);
+    fo += r * int(pc[23 + d]);
+    rest = q;
   }
+  o[i] = p[po] != uint8_t(0) ? tv[to] : fv[fo];
 }

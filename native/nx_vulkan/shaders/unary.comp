@@ -85,7 +85,6 @@ W apply(W a) {
 
 void main() {
   uint n = pc[0];
-  for (uint i = gl_GlobalInvocationID.x; i < n; i += grid_stride()) {
-    y[i] = T(apply(W(x[i])));
-  }
+  uint i = element_index();
+  if (i < n) y[i] = T(apply(W(x[i])));
 }

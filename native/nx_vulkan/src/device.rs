@@ -76,13 +76,15 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 }
 
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math computes in f64
-/// (needs shaderFloat64) and how long fence waits poll before blocking.
+/// (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
+/// CPU (kernel variants without barriers).
 #[rustler::nif]
-fn configure(precise_f32: bool, fence_spin_us: u64) -> Result<rustler::Atom> {
+fn configure(precise_f32: bool, fence_spin_us: u64, cpu_device: bool) -> Result<rustler::Atom> {
     if precise_f32 && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
     }
     crate::ops::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
+    crate::ops::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
 }
@@ -106,6 +108,7 @@ fn stats(env: Env) -> Term {
             ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
             ("precise_f32", crate::ops::precise_f32().encode(env)),
             ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
+            ("cpu_device", crate::ops::cpu_device().encode(env)),
             ("recorded", load(&STATS.recorded)),
             ("submissions", load(&STATS.submissions)),
             ("flushes", flushes),

@@ -77,6 +77,20 @@ kernels! {
     reduce_u32 => "shaders/reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
     reduce_u64 => "shaders/reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
 
+    reduce_serial_f32 => "shaders/reduce_serial.comp", "T" = "float", "W" = "float", "ACC" = "float";
+    reduce_serial_f32p => "shaders/reduce_serial.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_serial_f64 => "shaders/reduce_serial.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
+    reduce_serial_f16 => "shaders/reduce_serial.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
+    reduce_serial_f16p => "shaders/reduce_serial.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_serial_s8 => "shaders/reduce_serial.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
+    reduce_serial_s16 => "shaders/reduce_serial.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
+    reduce_serial_s32 => "shaders/reduce_serial.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
+    reduce_serial_s64 => "shaders/reduce_serial.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
+    reduce_serial_u8 => "shaders/reduce_serial.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
+    reduce_serial_u16 => "shaders/reduce_serial.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
+    reduce_serial_u32 => "shaders/reduce_serial.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
+    reduce_serial_u64 => "shaders/reduce_serial.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
+
     gemm_f32 => "shaders/gemm.comp", "T" = "float", "W" = "float";
     gemm_f32p => "shaders/gemm.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
     gemm_f64 => "shaders/gemm.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
@@ -90,6 +104,20 @@ kernels! {
     gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
     gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+
+    gemm_rows_f32 => "shaders/gemm_rows.comp", "T" = "float", "W" = "float";
+    gemm_rows_f32p => "shaders/gemm_rows.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    gemm_rows_f64 => "shaders/gemm_rows.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    gemm_rows_f16 => "shaders/gemm_rows.comp", "T" = "float16_t", "W" = "float";
+    gemm_rows_f16p => "shaders/gemm_rows.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    gemm_rows_s8 => "shaders/gemm_rows.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    gemm_rows_s16 => "shaders/gemm_rows.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    gemm_rows_s32 => "shaders/gemm_rows.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    gemm_rows_s64 => "shaders/gemm_rows.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    gemm_rows_u8 => "shaders/gemm_rows.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    gemm_rows_u16 => "shaders/gemm_rows.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    gemm_rows_u32 => "shaders/gemm_rows.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    gemm_rows_u64 => "shaders/gemm_rows.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";
     select_b2 => "shaders/select.comp", "T" = "uint16_t";
@@ -122,13 +150,15 @@ kernels! {
 }
 
 /// Kernel families that come in one variant per numeric dtype.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     Unary,
     Binary,
     Compare,
     Reduce,
+    ReduceSerial,
     Gemm,
+    GemmRows,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -190,6 +220,28 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Gemm, Dtype::U16) => Some(gemm_u16),
         (Family::Gemm, Dtype::U32) => Some(gemm_u32),
         (Family::Gemm, Dtype::U64) => Some(gemm_u64),
+        (Family::ReduceSerial, Dtype::F32) => Some(if precise { reduce_serial_f32p } else { reduce_serial_f32 }),
+        (Family::ReduceSerial, Dtype::F64) => Some(reduce_serial_f64),
+        (Family::ReduceSerial, Dtype::F16) => Some(if precise { reduce_serial_f16p } else { reduce_serial_f16 }),
+        (Family::ReduceSerial, Dtype::S8) => Some(reduce_serial_s8),
+        (Family::ReduceSerial, Dtype::S16) => Some(reduce_serial_s16),
+        (Family::ReduceSerial, Dtype::S32) => Some(reduce_serial_s32),
+        (Family::ReduceSerial, Dtype::S64) => Some(reduce_serial_s64),
+        (Family::ReduceSerial, Dtype::U8) => Some(reduce_serial_u8),
+        (Family::ReduceSerial, Dtype::U16) => Some(reduce_serial_u16),
+        (Family::ReduceSerial, Dtype::U32) => Some(reduce_serial_u32),
+        (Family::ReduceSerial, Dtype::U64) => Some(reduce_serial_u64),
+        (Family::GemmRows, Dtype::F32) => Some(if precise { gemm_rows_f32p } else { gemm_rows_f32 }),
+        (Family::GemmRows, Dtype::F64) => Some(gemm_rows_f64),
+        (Family::GemmRows, Dtype::F16) => Some(if precise { gemm_rows_f16p } else { gemm_rows_f16 }),
+        (Family::GemmRows, Dtype::S8) => Some(gemm_rows_s8),
+        (Family::GemmRows, Dtype::S16) => Some(gemm_rows_s16),
+        (Family::GemmRows, Dtype::S32) => Some(gemm_rows_s32),
+        (Family::GemmRows, Dtype::S64) => Some(gemm_rows_s64),
+        (Family::GemmRows, Dtype::U8) => Some(gemm_rows_u8),
+        (Family::GemmRows, Dtype::U16) => Some(gemm_rows_u16),
+        (Family::GemmRows, Dtype::U32) => Some(gemm_rows_u32),
+        (Family::GemmRows, Dtype::U64) => Some(gemm_rows_u64),
         _ => None,
     }
 }

@@ -61,7 +61,8 @@ fn dot(
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,
 ) -> Result<BufferRef> {
-    let kernel = shaders::numeric(Family::Gemm, dtype, precise_f32())
+    let family = if cpu_device() { Family::GemmRows } else { Family::Gemm };
+    let kernel = shaders::numeric(family, dtype, precise_f32())
         .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
     if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
@@ -91,6 +92,10 @@ fn dot(
     push.set_strides(5, &[a_bs, a_ms, a_ks])?;
     push.set(8, 0)?;
     push.set_strides(9, &[b_bs, b_ks, b_ns])?;
+    if family == Family::GemmRows {
+        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
+        return Ok(out);
+    }
     let groups = [
         u32::try_from(n.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(m.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,

@@ -7,6 +7,8 @@ use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
 const REDUCE_OPS: &[&str] = &["sum", "product", "reduce_max", "reduce_min"];
+/// Reductions up to this many elements per output fold serially on GPUs too.
+const SERIAL_REDUCTION_MAX: u64 = 64;
 
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
@@ -15,7 +17,12 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
         .iter()
         .position(|&n| n == name)
         .ok_or_else(|| unsupported!("{name} has no device kernel"))? as u32;
-    let kernel = shaders::numeric(Family::Reduce, dtype, precise_f32())
+    let n_red_all: u64 = axes.iter().map(|&a| shape.get(a).copied().unwrap_or(1)).product();
+    // Short reductions (and all of them on CPU devices) fold serially, one invocation per output;
+    // long ones use a workgroup per output and a tree in shared memory.
+    let serial = cpu_device() || n_red_all <= SERIAL_REDUCTION_MAX;
+    let family = if serial { Family::ReduceSerial } else { Family::Reduce };
+    let kernel = shaders::numeric(family, dtype, precise_f32())
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
     if let Some(&bad) = axes.iter().find(|&&a| a >= shape.len()) {
         return Err(arg_error!("axis {bad} is out of range for shape {shape:?}"));
@@ -47,7 +54,7 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
     push.set_strides(11, &kept_strides[0])?;
     push.set_dims(17, &red_dims)?;
     push.set_strides(23, &red_strides[0])?;
-    let groups = [n_out.clamp(1, 65535) as u32, 1, 1];
+    let groups = if serial { elementwise_groups(n_out) } else { grid(n_out) };
     dispatch(kernel, code, &[&x, &out], push, groups)?;
     Ok(out)
 }

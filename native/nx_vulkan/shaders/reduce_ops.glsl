@@ -1,0 +1,30 @@
+// Shared by reduce.comp and reduce_serial.comp: identity and combine for OP (0 sum, 1 product,
+// 2 max, 3 min) over the accumulator type ACC; NaN propagates through max and min.
+#ifdef IS_INT
+// The storage type's own extremes (T_MIN, T_MAX defines): 8/16-bit values are computed in 32 bits.
+ACC lowest() { return ACC(T_MIN); }
+ACC highest() { return ACC(T_MAX); }
+#define IS_NAN(v) false
+#else
+ACC lowest() { return ACC(uintBitsToFloat(0xff800000u)); }
+ACC highest() { return ACC(uintBitsToFloat(0x7f800000u)); }
+#define IS_NAN(v) isnan(v)
+#endif
+
+ACC identity() {
+  switch (OP) {
+    case 0: return ACC(0);
+    case 1: return ACC(1);
+    case 2: return lowest();
+    default: return highest();
+  }
+}
+
+ACC combine(ACC u, ACC v) {
+  switch (OP) {
+    case 0: return u + v;
+    case 1: return u * v;
+    case 2: return (IS_NAN(u) || IS_NAN(v)) ? u + v : max(u, v);
+    default: return (IS_NAN(u) || IS_NAN(v)) ? u + v : min(u, v);
+  }
+}

@@ -1,0 +1,25 @@
+#version 450
+// Reduction over any set of axes, one invocation per output element folding its reduced elements
+// in order (the BinaryBackend's order). For short reductions on any device, and for all
+// reductions on CPU devices, where reduce.comp's workgroup barriers cost more than they save.
+// Same defines, specialization, bindings and push constants as reduce.comp.
+// Dispatch: elementwise grid over the outputs.
+#include "common.glsl"
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const uint OP = 0;
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+
+#include "reduce_ops.glsl"
+
+void main() {
+  uint n_out = pc[0], n_red = pc[1], kept_rank = pc[2], red_rank = pc[3];
+  uint o = element_index();
+  if (o >= n_out) return;
+  uint base = strided(o, kept_rank, 5, 11, pc[4]);
+  ACC acc = identity();
+  for (uint r = 0; r < n_red; ++r) {
+    acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
+  }
+  y[o] = T(acc);
+}
