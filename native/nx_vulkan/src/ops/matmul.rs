@@ -61,9 +61,6 @@ fn dot(
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,
 ) -> Result<BufferRef> {
-    let family = if cpu_device() { Family::GemmRows } else { Family::Gemm };
-    let kernel = shaders::numeric(family, dtype, precise_f32())
-        .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
     if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
         return Err(arg_error!("dot axes out of range"));
@@ -79,6 +76,14 @@ fn dot(
     if k != k2 || batch != b_batch_n {
         return Err(arg_error!("dot: contracted or batch sizes differ ({k} vs {k2}, {batch} vs {b_batch_n})"));
     }
+    // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
+    // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
+    let family = if cpu_device() && k <= LAVAPIPE_LOOP_BUDGET / 2 { Family::GemmRows } else { Family::Gemm };
+    if cpu_device() && family == Family::Gemm && k.div_ceil(16) * 17 > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("dot contracting {k} elements exceeds what one pass can loop over on a CPU device"));
+    }
+    let kernel = shaders::numeric(family, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let out = alloc(batch * m * n * eb)?;
     if batch * m * n == 0 {
         return Ok(out);

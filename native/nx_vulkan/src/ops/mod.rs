@@ -197,3 +197,8 @@ pub static CPU_DEVICE: AtomicBool = AtomicBool::new(false);
 pub fn cpu_device() -> bool {
     CPU_DEVICE.load(Ordering::Relaxed)
 }
+
+/// llvmpipe (lavapipe) silently ends any shader loop after 65535 iterations, counting nested
+/// loops too (measured: a serial sum over 65536 elements stopped after 21845 of them). Kernels
+/// with data-dependent loops stay under this budget on CPU devices or take another variant.
+pub const LAVAPIPE_LOOP_BUDGET: u64 = 60_000;

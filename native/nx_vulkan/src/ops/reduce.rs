@@ -18,9 +18,19 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
         .position(|&n| n == name)
         .ok_or_else(|| unsupported!("{name} has no device kernel"))? as u32;
     let n_red_all: u64 = axes.iter().map(|&a| shape.get(a).copied().unwrap_or(1)).product();
-    // Short reductions (and all of them on CPU devices) fold serially, one invocation per output;
-    // long ones use a workgroup per output and a tree in shared memory.
-    let serial = cpu_device() || n_red_all <= SERIAL_REDUCTION_MAX;
+    // Short reductions fold serially, one invocation per output; long ones use a workgroup per
+    // output and a tree in shared memory. CPU devices prefer serial (no barriers) up to the point
+    // where lavapipe's loop limiter would cut the loop short (see LAVAPIPE_LOOP_BUDGET).
+    let serial = if cpu_device() {
+        n_red_all * (shape.len() as u64 + 2) <= LAVAPIPE_LOOP_BUDGET
+    } else {
+        n_red_all <= SERIAL_REDUCTION_MAX
+    };
+    if cpu_device() && !serial && n_red_all.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!(
+            "{name} of {n_red_all} elements per output exceeds what one pass can loop over on a CPU device"
+        ));
+    }
     let family = if serial { Family::ReduceSerial } else { Family::Reduce };
     let kernel = shaders::numeric(family, dtype, precise_f32())
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
