@@ -9,6 +9,9 @@
 # The Evaluator's own floor is the same step on tiny shapes (batch 1, 2 features, 2 hidden units)
 # on Nx.BinaryBackend. --binary (or NXV_BENCH_BINARY=1) also runs the real step on the
 # BinaryBackend for the ratio. Prints one table, and a RESULT line for bench/batch_cap_sweep.exs.
+# Also runs as a plain `elixir` script with the apps on ERL_LIBS (how it runs on machines
+# without Mix, such as the H200 host): then nothing has started the applications yet.
+{:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
 Code.require_file("mnist_mlp.exs", __DIR__)
 
@@ -87,6 +90,17 @@ end
 jit = measure.(fn -> jit_step.(params, x, labels) end)
 compiled = measure.(fn -> compiled_step.(params, x, labels) end)
 
+# Breakdown pass (not timed above): GPU time per step from timestamp queries.
+Nx.Vulkan.set_gpu_timing(true)
+g0 = Nx.Vulkan.stats()
+profile_steps = 20
+{profile_us, _} = :timer.tc(fn -> for _ <- 1..profile_steps, do: compiled_step.(params, x, labels) |> elem(0) |> Nx.to_number() end)
+g1 = Nx.Vulkan.stats()
+Nx.Vulkan.set_gpu_timing(false)
+gpu_us = (g1.gpu_ns - g0.gpu_ns) / profile_steps / 1000
+profile_wait_us = (g1.wait_ns - g0.wait_ns) / profile_steps / 1000
+profile_step_us = profile_us / profile_steps
+
 # The Evaluator's floor: same step, tiny shapes, BinaryBackend.
 tiny = {1, 2, 2, 2}
 {tp, tx, tl} = MNISTMLP.inputs(tiny, Nx.BinaryBackend)
@@ -124,6 +138,14 @@ MNIST MLP training step (batch 32, 784-128-10, value_and_grad, f32), Nx.Defn.Eva
 | floor, compiled (tiny, BinaryBackend)  | #{Bench.fmt(floor_c_best)} | #{Bench.fmt(floor_c_median)} | | | | |
 | backend's own cost, re-traced | #{Bench.fmt(jit.best - floor_jit_best)} | | | | | |
 | backend's own cost, compiled  | #{Bench.fmt(compiled.best - floor_c_best)} | | | | | |
+""")
+
+IO.puts("""
+Breakdown of a compiled step (#{profile_steps} steps with GPU timestamps on, #{Float.round(profile_step_us, 1)} us/step):
+  GPU busy (first to last command of each submission)   #{Float.round(gpu_us, 1)} us/step
+  GPU thread: recording #{Float.round(compiled.record_us, 1)}, build+submit #{Float.round(compiled.submit_us, 1)}, fence wait #{Float.round(profile_wait_us, 1)} us/step
+  host (Elixir evaluation + NIF calls), step minus fence wait   #{Float.round(profile_step_us - profile_wait_us, 1)} us/step
+  of which the Evaluator's own floor (compiled, tiny shapes)   #{Float.round(floor_c_best * 1000, 1)} us/step
 """)
 
 if binary do

@@ -27,11 +27,18 @@ defmodule Nx.Vulkan do
 
   @doc """
   Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
-  flushes by reason, GPU-thread time spent recording/submitting/waiting (ns), pipelines created
-  vs cache hits, live and peak device bytes.
+  flushes by reason, GPU-thread time spent recording/submitting/waiting (ns), GPU time (ns, with
+  `set_gpu_timing/1`), pipelines created vs cache hits, live and peak device bytes, and the
+  policy in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
   """
   @spec stats() :: map
   def stats, do: Native.stats()
+
+  @doc """
+  Turns GPU timestamps around every submission on or off; `stats/0`'s `gpu_ns` then accumulates
+  the GPU time from each submission's first command to its last. Off by default.
+  """
+  def set_gpu_timing(on) when is_boolean(on), do: Native.set_gpu_timing(on)
 
   @doc "The pending-dispatch cap in force."
   def batch_max, do: stats().batch_max

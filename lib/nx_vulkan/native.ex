@@ -39,6 +39,7 @@ defmodule Nx.Vulkan.Native do
   def set_batch_max(_n), do: nif_error()
   def configure(_precise_f32, _fence_spin_us, _cpu_device), do: nif_error()
   def stats, do: nif_error()
+  def set_gpu_timing(_on), do: nif_error()
 
   # ops/elementwise.rs
   def unary_op(_op, _type, _x, _n), do: nif_error()

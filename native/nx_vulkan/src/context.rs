@@ -30,6 +30,8 @@ pub struct DeviceInfo {
     pub max_shared_memory: u32,
     pub max_push_constants: u32,
     pub max_storage_buffer_range: u64,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f32,
     pub heaps: Vec<(u64, bool)>,
     pub float64: bool,
     pub int64: bool,
@@ -203,6 +205,7 @@ impl Context {
             max_shared_memory: props.max_compute_shared_memory_size,
             max_push_constants: props.max_push_constants_size,
             max_storage_buffer_range: props.max_storage_buffer_range as u64,
+            timestamp_period: props.timestamp_period,
             heaps,
             float64: features.shader_float64,
             int64: features.shader_int64,

@@ -89,6 +89,13 @@ fn configure(precise_f32: bool, fence_spin_us: u64, cpu_device: bool) -> Result<
     Ok(rustler::types::atom::ok())
 }
 
+/// Turns GPU timestamps around each submission on or off (see `stats/0`'s gpu_ns).
+#[rustler::nif]
+fn set_gpu_timing(on: bool) -> rustler::Atom {
+    queue::GPU_TIMING.store(on, Ordering::Relaxed);
+    rustler::types::atom::ok()
+}
+
 #[rustler::nif]
 fn stats(env: Env) -> Term {
     let (created, hits, cached) = pipelines::stats();
@@ -115,6 +122,8 @@ fn stats(env: Env) -> Term {
             ("record_ns", load(&STATS.record_ns)),
             ("submit_ns", load(&STATS.submit_ns)),
             ("wait_ns", load(&STATS.wait_ns)),
+            ("gpu_ns", load(&STATS.gpu_ns)),
+            ("gpu_timing", queue::GPU_TIMING.load(Ordering::Relaxed).encode(env)),
             ("pipelines_created", created.encode(env)),
             ("pipeline_hits", hits.encode(env)),
             ("pipelines_cached", cached.encode(env)),

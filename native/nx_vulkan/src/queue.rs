@@ -18,7 +18,7 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use once_cell::sync::Lazy;
 use smallvec::SmallVec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vulkano::buffer::Subbuffer;
@@ -28,6 +28,8 @@ use vulkano::command_buffer::{
 };
 use vulkano::descriptor_set::WriteDescriptorSet;
 use vulkano::pipeline::{ComputePipeline, Pipeline, PipelineBindPoint};
+use vulkano::query::{QueryPool, QueryPoolCreateInfo, QueryResultFlags, QueryType};
+use vulkano::sync::PipelineStage;
 use vulkano::sync::GpuFuture;
 
 pub const PUSH_WORDS: usize = 32;
@@ -78,6 +80,9 @@ pub struct Stats {
     pub record_ns: AtomicU64,
     pub submit_ns: AtomicU64,
     pub wait_ns: AtomicU64,
+    /// GPU time between the first and last command of each submission (timestamp queries), when
+    /// GPU_TIMING is on.
+    pub gpu_ns: AtomicU64,
 }
 
 pub static STATS: Stats = Stats {
@@ -87,7 +92,12 @@ pub static STATS: Stats = Stats {
     record_ns: AtomicU64::new(0),
     submit_ns: AtomicU64::new(0),
     wait_ns: AtomicU64::new(0),
+    gpu_ns: AtomicU64::new(0),
 };
+
+/// Whether each submission brackets its commands with timestamps (STATS.gpu_ns). Off by default:
+/// reading the queries back costs a little per submission.
+pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 
 static GPU_THREAD: Lazy<Sender<Message>> = Lazy::new(|| {
     let (tx, rx) = unbounded::<Message>();
@@ -146,6 +156,10 @@ struct Batch {
     count: usize,
     /// The first failure since the last flush, reported by that flush.
     error: Option<Error>,
+    /// Two timestamp queries, reused by every submission (each is waited on before the next).
+    timestamps: Option<Arc<QueryPool>>,
+    /// Whether the open command buffer started with a timestamp.
+    timed: bool,
 }
 
 impl Batch {
@@ -165,14 +179,36 @@ impl Batch {
     fn try_record(&mut self, command: Command) -> Result<()> {
         let c = ctx()?;
         if self.builder.is_none() {
-            self.builder = Some(
-                AutoCommandBufferBuilder::primary(
-                    c.command_buffers.clone(),
-                    c.queue.queue_family_index(),
-                    CommandBufferUsage::OneTimeSubmit,
-                )
-                .map_err(|e| Error::vulkan("starting a command buffer", e))?,
-            );
+            let mut builder = AutoCommandBufferBuilder::primary(
+                c.command_buffers.clone(),
+                c.queue.queue_family_index(),
+                CommandBufferUsage::OneTimeSubmit,
+            )
+            .map_err(|e| Error::vulkan("starting a command buffer", e))?;
+            self.timed = false;
+            if GPU_TIMING.load(Ordering::Relaxed) {
+                if self.timestamps.is_none() {
+                    self.timestamps = Some(
+                        QueryPool::new(
+                            c.device.clone(),
+                            QueryPoolCreateInfo {
+                                query_count: 2,
+                                ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
+                            },
+                        )
+                        .map_err(|e| Error::vulkan("creating timestamp queries", e))?,
+                    );
+                }
+                let pool = self.timestamps.clone().unwrap();
+                unsafe {
+                    builder
+                        .reset_query_pool(pool.clone(), 0..2)
+                        .and_then(|b| b.write_timestamp(pool, 0, PipelineStage::TopOfPipe))
+                        .map_err(|e| Error::vulkan("recording a timestamp", e))?;
+                }
+                self.timed = true;
+            }
+            self.builder = Some(builder);
         }
         let builder = self.builder.as_mut().unwrap();
         self.count += 1;
@@ -208,11 +244,16 @@ impl Batch {
     /// Submits the open command buffer (if any) and waits on its fence: spin briefly first, as a
     /// blocking wait costs ~25 us more than polling for small batches on real GPUs.
     fn submit(&mut self) {
-        let Some(builder) = self.builder.take() else { return };
+        let Some(mut builder) = self.builder.take() else { return };
         self.count = 0;
+        let timestamps = if self.timed { self.timestamps.clone() } else { None };
         let result = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
             let c = ctx()?;
             let started = Instant::now();
+            if let Some(pool) = &timestamps {
+                unsafe { builder.write_timestamp(pool.clone(), 1, PipelineStage::BottomOfPipe) }
+                    .map_err(|e| Error::vulkan("recording a timestamp", e))?;
+            }
             let command_buffer = builder
                 .build()
                 .map_err(|e| Error::vulkan("building a command buffer", e))?;
@@ -245,6 +286,13 @@ impl Batch {
             STATS
                 .wait_ns
                 .fetch_add(submitted.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            if let Some(pool) = &timestamps {
+                let mut ticks = [0u64; 2];
+                pool.get_results(0..2, &mut ticks, QueryResultFlags::WAIT)
+                    .map_err(|e| Error::vulkan("reading timestamps", e))?;
+                let ns = ticks[1].saturating_sub(ticks[0]) as f64 * c.info.timestamp_period as f64;
+                STATS.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
+            }
             Ok(())
         }))
         .unwrap_or_else(|_| Err(Error::Vulkan("submitting a command buffer panicked".into())));

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the benchmarks on a lent machine that has a GPU but no Erlang, Elixir or Vulkan loader
+# (the H200 host), from what bench/make_bundle.sh packed into .dev/ and the libvulkan1 .deb in
+# .gl/. Writes the outputs to $OUT (or /tmp/nxv_out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/nxv_out}
+mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+mkdir -p /opt/nxv && tar -xJf .dev/nxv_bundle.tar.xz -C /opt/nxv
+# erl finds its root at the path it was built for.
+[ -e /usr/lib/erlang ] || cp -a /opt/nxv/erlang /usr/lib/erlang
+export PATH=/opt/nxv/elixir/bin:/usr/lib/erlang/bin:$PATH ERL_LIBS=/opt/nxv/apps
+export NXV_COMMIT=${NXV_COMMIT:-unknown}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+nproc | tee -a "$out/gpu.txt"
+"${@:-true}"
