@@ -41,13 +41,24 @@ results =
 {_, base} = hd(Enum.sort_by(results, &elem(&1, 0)))
 num = fn m, k -> String.to_float(m[k]) end
 
-IO.puts("\n| NXV_BATCH_MAX | jit ms/step (best) | compiled ms/step (best) | submissions/step | speedup over cap #{hd(Enum.sort(caps))} (compiled) | loss |")
+IO.puts(
+  "\n| NXV_BATCH_MAX | jit ms/step (best) | compiled ms/step (best) | submissions/step | speedup over cap #{hd(Enum.sort(caps))} (compiled) | loss |"
+)
+
 IO.puts("|---|---|---|---|---|---|")
 
 for {cap, r} <- results do
   speedup = num.(base, "compiled_best") / num.(r, "compiled_best")
-  IO.puts("| #{cap} | #{r["jit_best"] |> String.slice(0, 7)} | #{r["compiled_best"] |> String.slice(0, 7)} | #{r["submissions"]} | #{Float.round(speedup, 2)}x | #{r["loss"]} |")
+
+  IO.puts(
+    "| #{cap} | #{r["jit_best"] |> String.slice(0, 7)} | #{r["compiled_best"] |> String.slice(0, 7)} | #{r["submissions"]} | #{Float.round(speedup, 2)}x | #{r["loss"]} |"
+  )
 end
 
 losses = results |> Enum.map(fn {_, r} -> r["loss"] end) |> Enum.uniq()
-IO.puts(if length(losses) == 1, do: "\nloss bit-identical across caps", else: "\nLOSS DIFFERS ACROSS CAPS: #{inspect(losses)}")
+
+IO.puts(
+  if length(losses) == 1,
+    do: "\nloss bit-identical across caps",
+    else: "\nLOSS DIFFERS ACROSS CAPS: #{inspect(losses)}"
+)

@@ -20,19 +20,28 @@ Nx.Vulkan.flush()
 time = fn name, fun, work ->
   fun.()
   Nx.Vulkan.flush()
-  {us, _} = :timer.tc(fn ->
-    for _ <- 1..reps, do: fun.()
-    Nx.Vulkan.flush()
-  end)
+
+  {us, _} =
+    :timer.tc(fn ->
+      for _ <- 1..reps, do: fun.()
+      Nx.Vulkan.flush()
+    end)
+
   per = us / reps
   extra = if work, do: "  (#{work.(per)})", else: ""
-  IO.puts(String.pad_trailing(name, 34) <> :erlang.float_to_binary(per, decimals: 1) <> " us" <> extra)
+
+  IO.puts(
+    String.pad_trailing(name, 34) <> :erlang.float_to_binary(per, decimals: 1) <> " us" <> extra
+  )
 end
 
 gflops = fn flops -> fn us -> "#{Float.round(flops / us / 1000, 1)} GFLOP/s" end end
 gbs = fn bytes -> fn us -> "#{Float.round(bytes / us / 1000, 1)} GB/s" end end
 
-IO.puts("device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, #{inspect(Map.take(Nx.Vulkan.stats(), [:precise_f32, :cpu_device]))}")
+IO.puts(
+  "device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, #{inspect(Map.take(Nx.Vulkan.stats(), [:precise_f32, :cpu_device]))}"
+)
+
 time.("dot 32x784 . 784x128", fn -> Nx.dot(x, w) end, gflops.(2 * 32 * 784 * 128))
 time.("dot x^T h (784x32x128)", fn -> Nx.dot(x, [0], h, [0]) end, gflops.(2 * 32 * 784 * 128))
 time.("dot 1024^3", fn -> Nx.dot(big_a, big_b) end, gflops.(2 * 1024 ** 3))

@@ -37,13 +37,19 @@ defmodule MNISTMLP do
       w2 = Nx.multiply(w2, :math.sqrt(6 / (hidden + classes)))
       b1 = Nx.broadcast(Nx.tensor(0.01, type: :f32), {hidden})
       b2 = Nx.broadcast(Nx.tensor(0.0, type: :f32), {classes})
-      labels = Nx.equal(Nx.remainder(Nx.iota({batch, 1}), classes), Nx.iota({1, classes})) |> Nx.as_type(:f32)
+
+      labels =
+        Nx.equal(Nx.remainder(Nx.iota({batch, 1}), classes), Nx.iota({1, classes}))
+        |> Nx.as_type(:f32)
+
       x = if features == 784, do: Nx.reshape(x, {batch, 1, 28, 28}), else: x
       params = {w1, b1, w2, b2}
 
-      {transfer(params, backend), Nx.backend_transfer(x, backend), Nx.backend_transfer(labels, backend)}
+      {transfer(params, backend), Nx.backend_transfer(x, backend),
+       Nx.backend_transfer(labels, backend)}
     end)
   end
 
-  defp transfer(tuple, backend), do: tuple |> Tuple.to_list() |> Enum.map(&Nx.backend_transfer(&1, backend)) |> List.to_tuple()
+  defp transfer(tuple, backend),
+    do: tuple |> Tuple.to_list() |> Enum.map(&Nx.backend_transfer(&1, backend)) |> List.to_tuple()
 end

@@ -15,7 +15,9 @@
 Nx.global_default_backend(Nx.Vulkan.Backend)
 Code.require_file("mnist_mlp.exs", __DIR__)
 
-{opts, _, _} = OptionParser.parse(System.argv(), strict: [binary: :boolean, blocks: :integer, steps: :integer])
+{opts, _, _} =
+  OptionParser.parse(System.argv(), strict: [binary: :boolean, blocks: :integer, steps: :integer])
+
 blocks = opts[:blocks] || 5
 steps = opts[:steps] || 20
 with_binary = opts[:binary] || System.get_env("NXV_BENCH_BINARY") == "1"
@@ -71,20 +73,32 @@ Nx.Vulkan.Fallback.reset()
 Bench.resident!("inputs", Tuple.to_list(params) ++ [x, labels])
 Bench.resident!("gradients", Tuple.to_list(grads) ++ Tuple.to_list(grads2) ++ [loss, loss2])
 loss_value = Nx.to_number(loss)
-unless is_float(loss_value) and loss_value == Nx.to_number(loss2), do: raise("loss is not finite or differs between modes: #{inspect(loss_value)}")
+
+unless is_float(loss_value) and loss_value == Nx.to_number(loss2),
+  do: raise("loss is not finite or differs between modes: #{inspect(loss_value)}")
+
 fallbacks = Nx.Vulkan.Fallback.count()
-if fallbacks != %{}, do: raise("the step fell back to the host: #{inspect(Nx.Vulkan.Fallback.reasons())}")
+
+if fallbacks != %{},
+  do: raise("the step fell back to the host: #{inspect(Nx.Vulkan.Fallback.reasons())}")
 
 measure = fn step_fun ->
   s0 = Nx.Vulkan.stats()
   {best, median} = Bench.time(step_fun, blocks, steps)
   s1 = Nx.Vulkan.stats()
   n = blocks * steps
-  %{best: best, median: median, submissions: (s1.submissions - s0.submissions) / n,
-    dispatches: (s1.recorded - s0.recorded) / n, hits: s1.pipeline_hits - s0.pipeline_hits,
+
+  %{
+    best: best,
+    median: median,
+    submissions: (s1.submissions - s0.submissions) / n,
+    dispatches: (s1.recorded - s0.recorded) / n,
+    hits: s1.pipeline_hits - s0.pipeline_hits,
     created: s1.pipelines_created - s0.pipelines_created,
-    record_us: (s1.record_ns - s0.record_ns) / n / 1000, submit_us: (s1.submit_ns - s0.submit_ns) / n / 1000,
-    wait_us: (s1.wait_ns - s0.wait_ns) / n / 1000}
+    record_us: (s1.record_ns - s0.record_ns) / n / 1000,
+    submit_us: (s1.submit_ns - s0.submit_ns) / n / 1000,
+    wait_us: (s1.wait_ns - s0.wait_ns) / n / 1000
+  }
 end
 
 jit = measure.(fn -> jit_step.(params, x, labels) end)
@@ -94,7 +108,12 @@ compiled = measure.(fn -> compiled_step.(params, x, labels) end)
 Nx.Vulkan.set_gpu_timing(true)
 g0 = Nx.Vulkan.stats()
 profile_steps = 20
-{profile_us, _} = :timer.tc(fn -> for _ <- 1..profile_steps, do: compiled_step.(params, x, labels) |> elem(0) |> Nx.to_number() end)
+
+{profile_us, _} =
+  :timer.tc(fn ->
+    for _ <- 1..profile_steps, do: compiled_step.(params, x, labels) |> elem(0) |> Nx.to_number()
+  end)
+
 g1 = Nx.Vulkan.stats()
 Nx.Vulkan.set_gpu_timing(false)
 gpu_us = (g1.gpu_ns - g0.gpu_ns) / profile_steps / 1000
@@ -106,13 +125,22 @@ tiny = {1, 2, 2, 2}
 {tp, tx, tl} = MNISTMLP.inputs(tiny, Nx.BinaryBackend)
 floor_jit = Nx.Defn.jit(&MNISTMLP.step/3)
 floor_compiled = Nx.Defn.compile(&MNISTMLP.step/3, [tp, tx, tl])
-{floor_jit_best, floor_jit_median} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Bench.time(fn -> floor_jit.(tp, tx, tl) end, blocks, steps) end)
-{floor_c_best, floor_c_median} = Nx.with_default_backend(Nx.BinaryBackend, fn -> Bench.time(fn -> floor_compiled.(tp, tx, tl) end, blocks, steps) end)
+
+{floor_jit_best, floor_jit_median} =
+  Nx.with_default_backend(Nx.BinaryBackend, fn ->
+    Bench.time(fn -> floor_jit.(tp, tx, tl) end, blocks, steps)
+  end)
+
+{floor_c_best, floor_c_median} =
+  Nx.with_default_backend(Nx.BinaryBackend, fn ->
+    Bench.time(fn -> floor_compiled.(tp, tx, tl) end, blocks, steps)
+  end)
 
 binary =
   if with_binary do
     {bp, bx, bl} = MNISTMLP.inputs(shape, Nx.BinaryBackend)
     b_step = Nx.Defn.compile(&MNISTMLP.step/3, [bp, bx, bl])
+
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
       {bloss, _} = b_step.(bp, bx, bl)
       {best, _} = Bench.time(fn -> b_step.(bp, bx, bl) end, 1, 2)
@@ -122,6 +150,7 @@ binary =
 
 info = Nx.Vulkan.Device.info()
 cap = Nx.Vulkan.batch_max()
+
 IO.puts("""
 
 MNIST MLP training step (batch 32, 784-128-10, value_and_grad, f32), Nx.Defn.Evaluator
@@ -149,7 +178,11 @@ Breakdown of a compiled step (#{profile_steps} steps with GPU timestamps on, #{F
 """)
 
 if binary do
-  IO.puts("BinaryBackend, compiled once: #{Bench.fmt(binary.best)} ms/step (loss #{binary.loss}); Vulkan is #{Float.round(binary.best / compiled.best, 1)}x faster")
+  IO.puts(
+    "BinaryBackend, compiled once: #{Bench.fmt(binary.best)} ms/step (loss #{binary.loss}); Vulkan is #{Float.round(binary.best / compiled.best, 1)}x faster"
+  )
 end
 
-IO.puts("RESULT cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}")
+IO.puts(
+  "RESULT cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}"
+)

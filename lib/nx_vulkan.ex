@@ -47,7 +47,8 @@ defmodule Nx.Vulkan do
   Sets the pending-dispatch cap at run time (normally set from `NXV_BATCH_MAX` at start).
   Results never depend on it; only when work is submitted does.
   """
-  def set_batch_max(n) when is_integer(n) and n >= 0, do: Native.set_batch_max(n) |> Native.unwrap!()
+  def set_batch_max(n) when is_integer(n) and n >= 0,
+    do: Native.set_batch_max(n) |> Native.unwrap!()
 
   def set_batch_max(n),
     do: raise(ArgumentError, "batch max must be a non-negative integer, got: #{inspect(n)}")

@@ -102,7 +102,8 @@ defmodule NxVulkan.OfflineDeps do
   def managers(_opts), do: []
 
   @impl true
-  def checkout(opts), do: Mix.raise("nx_vulkan: #{opts[:dest]} is missing from the offline deps folder")
+  def checkout(opts),
+    do: Mix.raise("nx_vulkan: #{opts[:dest]} is missing from the offline deps folder")
 
   @impl true
   def update(opts), do: checkout(opts)

@@ -98,8 +98,11 @@ defmodule Nx.Vulkan.Backend do
   def iota(%T{shape: shape, type: type} = out, axis, opts) do
     {inner, dim} =
       case axis do
-        nil -> {1, 0}
-        axis -> {shape |> Tuple.to_list() |> Enum.drop(axis + 1) |> Enum.product(), elem(shape, axis)}
+        nil ->
+          {1, 0}
+
+        axis ->
+          {shape |> Tuple.to_list() |> Enum.drop(axis + 1) |> Enum.product(), elem(shape, axis)}
       end
 
     Native.iota(type, Nx.size(shape), inner, dim, false) |> result(out, :iota, [out, axis, opts])
@@ -151,8 +154,24 @@ defmodule Nx.Vulkan.Backend do
 
     if leftover != 0 and opts[:leftover] == :repeat do
       # The last batch wraps around: the tail of t, then its head.
-      tail = slice(%{out | shape: put_elem(out_shape, 0, leftover)}, t, [full * batch | zeros(shape)], [leftover | tl(Tuple.to_list(out_shape))], ones(shape))
-      head = slice(%{out | shape: put_elem(out_shape, 0, batch - leftover)}, t, [0 | zeros(shape)], [batch - leftover | tl(Tuple.to_list(out_shape))], ones(shape))
+      tail =
+        slice(
+          %{out | shape: put_elem(out_shape, 0, leftover)},
+          t,
+          [full * batch | zeros(shape)],
+          [leftover | tl(Tuple.to_list(out_shape))],
+          ones(shape)
+        )
+
+      head =
+        slice(
+          %{out | shape: put_elem(out_shape, 0, batch - leftover)},
+          t,
+          [0 | zeros(shape)],
+          [batch - leftover | tl(Tuple.to_list(out_shape))],
+          ones(shape)
+        )
+
       batches ++ [concatenate(out, [tail, head], 0)]
     else
       batches
@@ -268,7 +287,9 @@ defmodule Nx.Vulkan.Backend do
 
       tensors
       |> Enum.with_index()
-      |> Enum.each(fn {t, i} -> copy_into!(bytes, dst, i * elem(out_strides, axis), dst_strides, t) end)
+      |> Enum.each(fn {t, i} ->
+        copy_into!(bytes, dst, i * elem(out_strides, axis), dst_strides, t)
+      end)
 
       wrap(dst, out)
     else
@@ -312,13 +333,26 @@ defmodule Nx.Vulkan.Backend do
         end
 
       if Enum.all?(axes, fn {_, count, _, _, _} -> count > 0 end) do
-        src_offset = axes |> Enum.map(fn {first, _, _, _, d} -> first * elem(in_strides, d) end) |> Enum.sum()
-        dst_offset = axes |> Enum.map(fn {_, _, pos, _, d} -> pos * elem(out_strides, d) end) |> Enum.sum()
+        src_offset =
+          axes |> Enum.map(fn {first, _, _, _, d} -> first * elem(in_strides, d) end) |> Enum.sum()
+
+        dst_offset =
+          axes |> Enum.map(fn {_, _, pos, _, d} -> pos * elem(out_strides, d) end) |> Enum.sum()
+
         dims = Enum.map(axes, &elem(&1, 1))
         dst_strides = Enum.map(axes, fn {_, _, _, step, d} -> step * elem(out_strides, d) end)
         src_strides = Enum.map(axes, fn {_, _, _, _, d} -> elem(in_strides, d) end)
 
-        Native.copy_into(bytes, dst, dst_offset, dst_strides, ref!(t), src_offset, src_strides, dims)
+        Native.copy_into(
+          bytes,
+          dst,
+          dst_offset,
+          dst_strides,
+          ref!(t),
+          src_offset,
+          src_strides,
+          dims
+        )
         |> Native.unwrap!()
       end
 
@@ -346,7 +380,8 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     # Complex inputs (abs of c64 is f32, say): no kernel, and casting first would drop the
     # imaginary part.
-    def unquote(op)(out, %T{type: {:c, _}} = t), do: Fallback.run(unquote(op), "complex input", [out, t])
+    def unquote(op)(out, %T{type: {:c, _}} = t),
+      do: Fallback.run(unquote(op), "complex input", [out, t])
 
     def unquote(op)(%T{type: type} = out, %T{} = t) do
       t = cast(t, type)
@@ -391,8 +426,16 @@ defmodule Nx.Vulkan.Backend do
         fallback(:select, [out, pred, on_true, on_false])
 
       bytes ->
-        Native.select(bytes, ref!(pred), shape_list(pred), ref!(on_true), shape_list(on_true),
-          ref!(on_false), shape_list(on_false), shape_list(out))
+        Native.select(
+          bytes,
+          ref!(pred),
+          shape_list(pred),
+          ref!(on_true),
+          shape_list(on_true),
+          ref!(on_false),
+          shape_list(on_false),
+          shape_list(out)
+        )
         |> result(out, :select, [out, pred, on_true, on_false])
     end
   end
@@ -426,7 +469,17 @@ defmodule Nx.Vulkan.Backend do
     a = cast(a, type)
     b = cast(b, type)
 
-    Native.dot(type, ref!(a), shape_list(a), a_contract, a_batch, ref!(b), shape_list(b), b_contract, b_batch)
+    Native.dot(
+      type,
+      ref!(a),
+      shape_list(a),
+      a_contract,
+      a_batch,
+      ref!(b),
+      shape_list(b),
+      b_contract,
+      b_batch
+    )
     |> result(out, :dot, [out, a, a_contract, a_batch, b, b_contract, b_batch])
   end
 
@@ -506,7 +559,16 @@ defmodule Nx.Vulkan.Backend do
   defp copy_into!(bytes, dst, dst_offset, dst_strides, %T{shape: shape} = src) do
     src_strides = contiguous_strides(shape) |> Tuple.to_list()
 
-    Native.copy_into(bytes, dst, dst_offset, dst_strides, ref!(src), 0, src_strides, Tuple.to_list(shape))
+    Native.copy_into(
+      bytes,
+      dst,
+      dst_offset,
+      dst_strides,
+      ref!(src),
+      0,
+      src_strides,
+      Tuple.to_list(shape)
+    )
     |> Native.unwrap!()
   end
 

@@ -73,7 +73,12 @@ defmodule Nx.Vulkan.Device do
   def derive_class(%{type: :cpu}), do: :software
 
   def derive_class(%{type: :discrete_gpu} = info) do
-    local = info.memory_heaps |> Enum.filter(& &1.device_local) |> Enum.map(& &1.size) |> Enum.max(fn -> 0 end)
+    local =
+      info.memory_heaps
+      |> Enum.filter(& &1.device_local)
+      |> Enum.map(& &1.size)
+      |> Enum.max(fn -> 0 end)
+
     if local >= 32 * 1024 ** 3 and info.subgroup_size >= 32, do: :discrete_large, else: :discrete
   end
 

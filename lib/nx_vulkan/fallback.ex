@@ -74,8 +74,14 @@ defmodule Nx.Vulkan.Fallback do
 
   defp global_mode do
     case System.get_env("NXV_HOST_FALLBACK") do
-      value when value in [nil, ""] -> validate_mode!(Application.get_env(:nx_vulkan, :host_fallback, :allow), "config :nx_vulkan, :host_fallback")
-      value -> validate_mode!(Map.get(@mode_names, value, value), "NXV_HOST_FALLBACK")
+      value when value in [nil, ""] ->
+        validate_mode!(
+          Application.get_env(:nx_vulkan, :host_fallback, :allow),
+          "config :nx_vulkan, :host_fallback"
+        )
+
+      value ->
+        validate_mode!(Map.get(@mode_names, value, value), "NXV_HOST_FALLBACK")
     end
   end
 
@@ -112,6 +118,7 @@ defmodule Nx.Vulkan.Fallback do
       nil -> :ok
       tag -> :ets.update_counter(@table, {:tag, tag}, {2, 1}, {{:tag, tag}, 0, nil})
     end
+
     Nx.Vulkan.Native.flush_for_fallback() |> Nx.Vulkan.Native.unwrap!()
 
     # Functions passed along (reduce, window_reduce) build tensors with the default backend: make
@@ -132,7 +139,10 @@ defmodule Nx.Vulkan.Fallback do
     do: Nx.Vulkan.Backend.from_binary(t, binary, [])
 
   defp to_device(%T{} = t), do: t
-  defp to_device(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&to_device/1) |> List.to_tuple()
+
+  defp to_device(tuple) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> Enum.map(&to_device/1) |> List.to_tuple()
+
   defp to_device(list) when is_list(list), do: Enum.map(list, &to_device/1)
   defp to_device(other), do: other
 end

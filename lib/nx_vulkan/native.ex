@@ -48,7 +48,10 @@ defmodule Nx.Vulkan.Native do
 
   # ops/layout.rs
   def view_copy(_bytes, _src, _offset, _dims, _strides), do: nif_error()
-  def copy_into(_bytes, _dst, _dst_off, _dst_strides, _src, _src_off, _src_strides, _dims), do: nif_error()
+
+  def copy_into(_bytes, _dst, _dst_off, _dst_strides, _src, _src_off, _src_strides, _dims),
+    do: nif_error()
+
   def fill(_bytes, _n, _bits), do: nif_error()
   def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()
   def alloc_buffer(_bytes), do: nif_error()
@@ -56,5 +59,7 @@ defmodule Nx.Vulkan.Native do
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
   def as_type(_from, _to, _x, _n), do: nif_error()
   def reduce(_op, _type, _x, _shape, _axes), do: nif_error()
-  def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch), do: nif_error()
+
+  def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),
+    do: nif_error()
 end

@@ -40,6 +40,7 @@ defmodule Nx.Vulkan.ElementwiseTest do
     test "NaN and infinities propagate like the BinaryBackend" do
       a = dev([:nan, :infinity, :neg_infinity, 1.0, -0.0])
       b = dev([1.0, :infinity, 2.0, :nan, 0.0])
+
       for op <- [:add, :subtract, :multiply, :divide, :max, :min] do
         assert_device(&apply(Nx, op, [&1, &2]), [a, b])
       end
@@ -53,9 +54,22 @@ defmodule Nx.Vulkan.ElementwiseTest do
         a_data = if kind == :s, do: [-7, 100, 127, -128, 5, 0], else: [7, 100, 255, 128, 5, 0]
         a = dev(a_data, type: unquote(type))
         b = dev([2, 3, 1, 2, 0, 9], type: unquote(type))
-        for op <- [:add, :subtract, :multiply, :max, :min, :bitwise_and, :bitwise_or, :bitwise_xor, :left_shift, :right_shift] do
+
+        for op <- [
+              :add,
+              :subtract,
+              :multiply,
+              :max,
+              :min,
+              :bitwise_and,
+              :bitwise_or,
+              :bitwise_xor,
+              :left_shift,
+              :right_shift
+            ] do
           assert_device(&apply(Nx, op, [&1, &2]), [a, b])
         end
+
         nonzero = dev([2, 3, 1, 2, 4, 9], type: unquote(type))
         assert_device(&Nx.quotient/2, [a, nonzero])
         assert_device(&Nx.remainder/2, [a, nonzero])
@@ -64,7 +78,8 @@ defmodule Nx.Vulkan.ElementwiseTest do
     end
 
     test "integer unary ops" do
-      t = dev([-5, 0, 7, -2147483648, 2147483647], type: :s32)
+      t = dev([-5, 0, 7, -2_147_483_648, 2_147_483_647], type: :s32)
+
       for op <- [:negate, :abs, :sign, :bitwise_not, :count_leading_zeros, :population_count] do
         assert_device(&apply(Nx, op, [&1]), [t])
       end
@@ -72,7 +87,23 @@ defmodule Nx.Vulkan.ElementwiseTest do
   end
 
   describe "unary math" do
-    for type <- @float_types, op <- [:exp, :expm1, :log, :log1p, :sqrt, :rsqrt, :tanh, :sigmoid, :negate, :abs, :sign, :floor, :ceil, :round] do
+    for type <- @float_types,
+        op <- [
+          :exp,
+          :expm1,
+          :log,
+          :log1p,
+          :sqrt,
+          :rsqrt,
+          :tanh,
+          :sigmoid,
+          :negate,
+          :abs,
+          :sign,
+          :floor,
+          :ceil,
+          :round
+        ] do
       test "#{op} #{type}" do
         t = random({7, 13}, unquote(type), 3.0, 5)
         t = if unquote(op) in [:log, :sqrt, :rsqrt], do: Nx.abs(t), else: t
@@ -86,32 +117,49 @@ defmodule Nx.Vulkan.ElementwiseTest do
             unquote(type) == :f64 -> [rtol: 4.0e-16, atol: 1.0e-300]
             true -> [rtol: 1.2e-7, atol: 1.0e-38]
           end
+
         assert_device(&apply(Nx, unquote(op), [&1]), [t], tol)
       end
     end
 
     test "f32 exp/log/tanh/sigmoid round exactly like the BinaryBackend on typical inputs" do
       t = random({1000}, :f32, 8.0, 11)
+
       for op <- [:exp, :tanh, :sigmoid] do
         assert_device(&apply(Nx, op, [&1]), [t])
       end
+
       assert_device(&Nx.log/1, [Nx.abs(t)])
     end
 
     test "special values" do
       t = dev([:nan, :infinity, :neg_infinity, 0.0, -0.0, 1.0e-30, 88.0, -104.0])
+
       for op <- [:exp, :sigmoid, :negate, :abs] do
         assert_device(&apply(Nx, op, [&1]), [t])
       end
+
       # floor/ceil/round keep NaN and infinities (the BinaryBackend raises on them).
       for op <- [:floor, :ceil, :round] do
         assert_device(&apply(Nx, op, [&1]), [dev([-2.5, -0.5, 0.5, 1.5, 2.5, -0.0, 1.0e-30])])
-        assert Nx.to_flat_list(apply(Nx, op, [dev([:nan, :infinity, :neg_infinity])])) == [:nan, :infinity, :neg_infinity]
+
+        assert Nx.to_flat_list(apply(Nx, op, [dev([:nan, :infinity, :neg_infinity])])) == [
+                 :nan,
+                 :infinity,
+                 :neg_infinity
+               ]
       end
+
       # tanh(+-Inf) is +-1 here; the BinaryBackend (complex tanh) gives NaN.
-      assert Nx.to_flat_list(Nx.tanh(t)) == Nx.to_flat_list(dev([:nan, 1.0, -1.0, 0.0, -0.0, 1.0e-30, 1.0, -1.0]))
+      assert Nx.to_flat_list(Nx.tanh(t)) ==
+               Nx.to_flat_list(dev([:nan, 1.0, -1.0, 0.0, -0.0, 1.0e-30, 1.0, -1.0]))
+
       # expm1(1.0e-30) is 1.0e-30 here; the BinaryBackend's exp(x) - 1 gives 0.0.
-      assert_device(&Nx.expm1/1, [dev([0.0, -0.0, 1.0e-30, 88.0, -104.0])], atol: 1.0e-29, rtol: 1.0e-7)
+      assert_device(&Nx.expm1/1, [dev([0.0, -0.0, 1.0e-30, 88.0, -104.0])],
+        atol: 1.0e-29,
+        rtol: 1.0e-7
+      )
+
       assert_device(&Nx.log/1, [dev([0.0, -1.0, :infinity, :nan, 1.0])])
       assert_device(&Nx.sqrt/1, [dev([0.0, -0.0, :infinity, :nan, 4.0])])
       # sqrt of a negative number is NaN here; the BinaryBackend raises.
@@ -124,7 +172,18 @@ defmodule Nx.Vulkan.ElementwiseTest do
       test "comparisons #{type} return u8 on the device" do
         a = dev([1, 2, 3, 4, 5, 6], type: unquote(type)) |> Nx.reshape({2, 3})
         b = dev([3, 2, 1], type: unquote(type))
-        for op <- [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal, :logical_and, :logical_or, :logical_xor] do
+
+        for op <- [
+              :equal,
+              :not_equal,
+              :greater,
+              :less,
+              :greater_equal,
+              :less_equal,
+              :logical_and,
+              :logical_or,
+              :logical_xor
+            ] do
           result = assert_device(&apply(Nx, op, [&1, &2]), [a, b])
           assert result.type == {:u, 8}
         end
@@ -134,6 +193,7 @@ defmodule Nx.Vulkan.ElementwiseTest do
     test "comparisons with NaN" do
       a = dev([:nan, 1.0, :nan])
       b = dev([:nan, :nan, 1.0])
+
       for op <- [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] do
         assert_device(&apply(Nx, op, [&1, &2]), [a, b])
       end
@@ -144,7 +204,12 @@ defmodule Nx.Vulkan.ElementwiseTest do
       on_true = random({4}, :f32, 1.0, 1)
       on_false = dev(-1.0)
       assert_device(&Nx.select/3, [pred, on_true, on_false])
-      assert_device(&Nx.select/3, [dev([1, 0, 2], type: :s32), dev([1, 2, 3], type: :f64), dev([4, 5, 6], type: :f64)])
+
+      assert_device(&Nx.select/3, [
+        dev([1, 0, 2], type: :s32),
+        dev([1, 2, 3], type: :f64),
+        dev([4, 5, 6], type: :f64)
+      ])
     end
 
     test "clip" do
@@ -155,6 +220,7 @@ defmodule Nx.Vulkan.ElementwiseTest do
   describe "as_type" do
     test "float to int: truncation, NaN to 0, infinities saturate" do
       t = dev([-1.7, 2.9, :nan, :infinity, :neg_infinity, 300.5, -129.0])
+
       for type <- [:s8, :u8, :s32, :s64, :u16, :u64] do
         assert_device(&Nx.as_type(&1, type), [t])
       end
@@ -162,6 +228,7 @@ defmodule Nx.Vulkan.ElementwiseTest do
 
     test "int to int wraps, int to float rounds" do
       t = dev([-1, 255, 256, 65_537, -2_147_483_648, 2_147_483_647], type: :s64)
+
       for type <- [:s8, :u8, :s16, :u16, :s32, :u32, :f32, :f64, :f16, :bf16] do
         assert_device(&Nx.as_type(&1, type), [t])
       end
@@ -169,9 +236,11 @@ defmodule Nx.Vulkan.ElementwiseTest do
 
     test "float to float" do
       t = dev([1.0e-10, 3.14159265358979, 65_520.0, 1.0e39, -0.0], type: :f64)
+
       for type <- [:f32, :f16, :bf16] do
         assert_device(&Nx.as_type(&1, type), [t])
       end
+
       assert_device(&Nx.as_type(&1, :f64), [dev([1.5, -2.25], type: :bf16)])
       assert_device(&Nx.as_type(&1, :f32), [dev([1.5, -2.25], type: :f16)])
     end

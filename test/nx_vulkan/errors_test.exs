@@ -4,6 +4,7 @@ defmodule Nx.Vulkan.ErrorsTest do
 
   test "mismatched shapes are an ArgumentError from the NIF, not a crash" do
     a = dev([1.0, 2.0, 3.0])
+
     assert_raise ArgumentError, ~r/cannot broadcast/, fn ->
       Native.binary_op(:add, {:f, 32}, a.data.ref, [3], a.data.ref, [5], [5]) |> Native.unwrap!()
     end
@@ -11,9 +12,11 @@ defmodule Nx.Vulkan.ErrorsTest do
 
   test "reads beyond a buffer are refused" do
     a = dev([1.0, 2.0, 3.0])
+
     assert_raise ArgumentError, ~r/outside a buffer of 3 elements/, fn ->
       Native.view_copy(4, a.data.ref, 0, [10], [1]) |> Native.unwrap!()
     end
+
     assert_raise ArgumentError, ~r/outside a buffer/, fn ->
       Native.view_copy(4, a.data.ref, 0, [2], [-1]) |> Native.unwrap!()
     end
@@ -31,7 +34,11 @@ defmodule Nx.Vulkan.ErrorsTest do
 
   test "backend options are validated" do
     assert_raise ArgumentError, fn -> Nx.Vulkan.Backend.init(bogus: 1) end
-    assert Nx.Vulkan.Backend.init(device: Nx.Vulkan.Device.info().index) == [device: Nx.Vulkan.Device.info().index]
+
+    assert Nx.Vulkan.Backend.init(device: Nx.Vulkan.Device.info().index) == [
+             device: Nx.Vulkan.Device.info().index
+           ]
+
     assert_raise ArgumentError, ~r/NXV_DEVICE=7/, fn -> Nx.Vulkan.Backend.init(device: 7) end
   end
 
@@ -40,13 +47,20 @@ defmodule Nx.Vulkan.ErrorsTest do
     assert is_binary(info.name) and info.subgroup_size >= 1 and info.max_push_constants >= 128
     assert Nx.Vulkan.Device.class() in [:software, :discrete_large, :discrete, :integrated, :other]
     assert Nx.Vulkan.Device.derive_class(%{type: :cpu}) == :software
-    big = %{type: :discrete_gpu, subgroup_size: 32, memory_heaps: [%{size: 141 * 1024 ** 3, device_local: true}]}
+
+    big = %{
+      type: :discrete_gpu,
+      subgroup_size: 32,
+      memory_heaps: [%{size: 141 * 1024 ** 3, device_local: true}]
+    }
+
     assert Nx.Vulkan.Device.derive_class(big) == :discrete_large
     assert Nx.Vulkan.Device.derive_class(%{big | subgroup_size: 16}) == :discrete
   end
 
   test "a tensor too large for one storage binding is a clear error" do
     limit = Nx.Vulkan.Device.info().max_storage_buffer_range
+
     assert_raise ArgumentError, ~r/exceeds this device's maxStorageBufferRange/, fn ->
       Native.alloc_buffer(limit + 4) |> Native.unwrap!()
     end
@@ -60,7 +74,11 @@ defmodule Nx.Vulkan.NoDeviceTest do
   test "without a Vulkan device the application stops with a clear message" do
     {output, status} =
       System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", "IO.puts(:started)"],
-        env: [{"VK_ICD_FILENAMES", "/nonexistent/icd.json"}, {"VK_DRIVER_FILES", "/nonexistent/icd.json"}, {"MIX_ENV", "test"}],
+        env: [
+          {"VK_ICD_FILENAMES", "/nonexistent/icd.json"},
+          {"VK_DRIVER_FILES", "/nonexistent/icd.json"},
+          {"MIX_ENV", "test"}
+        ],
         stderr_to_stdout: true
       )
 
@@ -72,7 +90,11 @@ defmodule Nx.Vulkan.NoDeviceTest do
 
   test "NXV_DEVICE_CLASS is validated" do
     System.put_env("NXV_DEVICE_CLASS", "quantum")
-    assert_raise ArgumentError, ~r/NXV_DEVICE_CLASS must be one of/, fn -> Nx.Vulkan.Device.class() end
+
+    assert_raise ArgumentError, ~r/NXV_DEVICE_CLASS must be one of/, fn ->
+      Nx.Vulkan.Device.class()
+    end
+
     System.put_env("NXV_DEVICE_CLASS", "discrete")
     assert Nx.Vulkan.Device.class() == :discrete
   after

@@ -58,7 +58,10 @@ defmodule Nx.Vulkan.FallbackTest do
     assert Fallback.mode() == :warn
     Fallback.put_process_mode(nil)
     System.put_env("NXV_HOST_FALLBACK", "sometimes")
-    assert_raise ArgumentError, ~r/NXV_HOST_FALLBACK must be one of allow, warn, raise/, fn -> Fallback.mode() end
+
+    assert_raise ArgumentError, ~r/NXV_HOST_FALLBACK must be one of allow, warn, raise/, fn ->
+      Fallback.mode()
+    end
   after
     System.delete_env("NXV_HOST_FALLBACK")
   end

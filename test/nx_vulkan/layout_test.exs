@@ -2,7 +2,9 @@ defmodule Nx.Vulkan.LayoutTest do
   use Nx.Vulkan.DeviceCase, async: true
 
   setup do
-    {:ok, t: random({2, 3, 4}, :f32, 10.0, 1), i: dev(Enum.to_list(0..23), type: :s64) |> Nx.reshape({2, 3, 4})}
+    {:ok,
+     t: random({2, 3, 4}, :f32, 10.0, 1),
+     i: dev(Enum.to_list(0..23), type: :s64) |> Nx.reshape({2, 3, 4})}
   end
 
   test "reshape, squeeze and bitcast change metadata only", %{t: t} do
@@ -53,7 +55,13 @@ defmodule Nx.Vulkan.LayoutTest do
 
   test "put_slice", %{t: t} do
     assert_device(&Nx.put_slice(&1, [1, 1, 2], &2), [t, dev([[[9.0, 8.0]]])])
-    assert_device(&Nx.put_slice(&1, [&3, &4], &2), [dev([[1, 2, 3], [4, 5, 6]]), dev([[10, 11]]), dev(0), dev(7)])
+
+    assert_device(&Nx.put_slice(&1, [&3, &4], &2), [
+      dev([[1, 2, 3], [4, 5, 6]]),
+      dev([[10, 11]]),
+      dev(0),
+      dev(7)
+    ])
   end
 
   test "iota, eye and constants for every real type" do

@@ -33,14 +33,19 @@ defmodule Nx.Vulkan.MNISTStepTest do
         Nx.Vulkan.set_batch_max(cap)
         Nx.Vulkan.Fallback.tag_process({:mnist, cap})
         run = train(Nx.Vulkan.Backend, shape)
-        assert Nx.Vulkan.Fallback.tagged({:mnist, cap}) == 0, "the step fell back to the host at cap #{cap}"
+
+        assert Nx.Vulkan.Fallback.tagged({:mnist, cap}) == 0,
+               "the step fell back to the host at cap #{cap}"
+
         run
       end
 
     assert length(Enum.uniq(runs)) == 1, "results differ across batch caps"
 
     {device_losses, _} = hd(runs)
-    {host_losses, _} = Nx.with_default_backend(Nx.BinaryBackend, fn -> train(Nx.BinaryBackend, shape) end)
+
+    {host_losses, _} =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> train(Nx.BinaryBackend, shape) end)
 
     for {d, h} <- Enum.zip(device_losses, host_losses) do
       assert abs(d - h) <= 1.0e-5 * abs(h), "loss #{d} vs BinaryBackend #{h}"

@@ -9,7 +9,11 @@ defmodule Nx.Vulkan.QueueTest do
     :ok
   end
 
-  defp chain(x, n), do: Enum.reduce(1..n, x, fn i, acc -> acc |> Nx.multiply(1.0001) |> Nx.add(i * 1.0e-3) |> Nx.tanh() end)
+  defp chain(x, n),
+    do:
+      Enum.reduce(1..n, x, fn i, acc ->
+        acc |> Nx.multiply(1.0001) |> Nx.add(i * 1.0e-3) |> Nx.tanh()
+      end)
 
   test "a download flushes once; recording does not submit under the cap" do
     Nx.Vulkan.set_batch_max(1000)
@@ -68,16 +72,21 @@ defmodule Nx.Vulkan.QueueTest do
 
   test "a tensor garbage-collected while its work is pending stays alive until the work is done" do
     Nx.Vulkan.set_batch_max(1000)
-    result = fn ->
-      x = random({50_000}, :f32, 1.0, 9)
-      # Only `y` survives this function; x and every intermediate become garbage while the
-      # commands that read them are still pending.
-      x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
-    end.()
-    expected = Nx.with_default_backend(Nx.BinaryBackend, fn ->
-      x = Nx.backend_copy(random({50_000}, :f32, 1.0, 9), Nx.BinaryBackend)
-      x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
-    end)
+
+    result =
+      (fn ->
+         x = random({50_000}, :f32, 1.0, 9)
+         # Only `y` survives this function; x and every intermediate become garbage while the
+         # commands that read them are still pending.
+         x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
+       end).()
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+        x = Nx.backend_copy(random({50_000}, :f32, 1.0, 9), Nx.BinaryBackend)
+        x |> Nx.exp() |> Nx.add(1.0) |> Nx.log() |> Nx.multiply(x)
+      end)
+
     :erlang.garbage_collect()
     Process.sleep(10)
     live_before_flush = Nx.Vulkan.stats().live_buffers
@@ -102,7 +111,10 @@ defmodule Nx.Vulkan.QueueTest do
 
     for bad <- ["abc", "-1", "1.5", "64x"] do
       System.put_env("NXV_BATCH_MAX", bad)
-      assert_raise ArgumentError, ~r/NXV_BATCH_MAX must be a non-negative integer/, fn -> Nx.Vulkan.batch_max_from_env!() end
+
+      assert_raise ArgumentError, ~r/NXV_BATCH_MAX must be a non-negative integer/, fn ->
+        Nx.Vulkan.batch_max_from_env!()
+      end
     end
 
     assert_raise ArgumentError, fn -> Nx.Vulkan.set_batch_max(-1) end

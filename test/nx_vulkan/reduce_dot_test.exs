@@ -6,6 +6,7 @@ defmodule Nx.Vulkan.ReduceDotTest do
       test "#{op} #{type}" do
         scale = if unquote(op) == :product, do: 1.5, else: 4.0
         t = random({3, 4, 5, 2}, unquote(type), scale, 9)
+
         for axes <- [nil, [0], [1], [3], [0, 2], [1, 3], [0, 1, 2, 3]], keep <- [false, true] do
           opts = if axes, do: [axes: axes, keep_axes: keep], else: [keep_axes: keep]
           assert_device(&apply(Nx, unquote(op), [&1, opts]), [t], rtol: 1.0e-6, atol: 1.0e-6)
@@ -59,7 +60,13 @@ defmodule Nx.Vulkan.ReduceDotTest do
       a = random({2, 3, 4, 5}, :f32, 1.0, 5)
       b = random({2, 5, 4, 6}, :f32, 1.0, 6)
       assert_device(&Nx.dot(&1, [2, 3], [0], &2, [2, 1], [0]), [a, b], rtol: 1.0e-6, atol: 1.0e-6)
-      assert_device(&Nx.dot(&1, [1], [], &2, [0], []), [random({3, 5}, :f32, 1.0, 7), random({5, 2}, :f32, 1.0, 8)], rtol: 1.0e-6, atol: 1.0e-6)
+
+      assert_device(
+        &Nx.dot(&1, [1], [], &2, [0], []),
+        [random({3, 5}, :f32, 1.0, 7), random({5, 2}, :f32, 1.0, 8)],
+        rtol: 1.0e-6,
+        atol: 1.0e-6
+      )
     end
 
     test "outer product, vectors and integers" do

@@ -47,7 +47,8 @@ defmodule Nx.Vulkan.DeviceCase do
     if opts[:fallback] do
       assert fell_back > 0, "expected a host fallback"
     else
-      assert fell_back == 0, "#{fell_back} op(s) fell back to the host: #{inspect(Fallback.reasons())}"
+      assert fell_back == 0,
+             "#{fell_back} op(s) fell back to the host: #{inspect(Fallback.reasons())}"
     end
 
     compare(actual, expected, opts)
@@ -58,11 +59,16 @@ defmodule Nx.Vulkan.DeviceCase do
   defp to_host(other), do: other
 
   def compare(actual, expected, opts) when is_tuple(actual) do
-    actual |> Tuple.to_list() |> Enum.zip(Tuple.to_list(expected)) |> Enum.each(fn {a, e} -> compare(a, e, opts) end)
+    actual
+    |> Tuple.to_list()
+    |> Enum.zip(Tuple.to_list(expected))
+    |> Enum.each(fn {a, e} -> compare(a, e, opts) end)
   end
 
   def compare(%Nx.Tensor{} = actual, %Nx.Tensor{} = expected, opts) do
-    assert %Nx.Vulkan.Backend{} = actual.data, "result is not on the device: #{inspect(actual.data.__struct__)}"
+    assert %Nx.Vulkan.Backend{} = actual.data,
+           "result is not on the device: #{inspect(actual.data.__struct__)}"
+
     assert actual.type == expected.type
     assert actual.shape == expected.shape
     assert actual.names == expected.names
@@ -70,7 +76,10 @@ defmodule Nx.Vulkan.DeviceCase do
 
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
       if opts[:atol] || opts[:rtol] do
-        Nx.Testing.assert_all_close(host, expected, atol: opts[:atol] || 0.0, rtol: opts[:rtol] || 0.0)
+        Nx.Testing.assert_all_close(host, expected,
+          atol: opts[:atol] || 0.0,
+          rtol: opts[:rtol] || 0.0
+        )
       else
         Nx.Testing.assert_equal(host, expected)
       end

@@ -14,7 +14,8 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:argmax, 2} => "argmax: no device kernel yet",
       {:argmin, 2} => "argmin: no device kernel yet",
       {:argsort, 2} => "argsort: no device kernel yet",
-      {:as_type, 2} => "as_type: as_type from c64 to f64 has no device kernel; as_type: as_type from c64 to s64 has no device kernel; as_type: as_type from s32 to c64 has no device kernel",
+      {:as_type, 2} =>
+        "as_type: as_type from c64 to f64 has no device kernel; as_type: as_type from c64 to s64 has no device kernel; as_type: as_type from s32 to c64 has no device kernel",
       {:asin, 1} => "asin: no device kernel yet",
       {:asinh, 1} => "asinh: no device kernel yet",
       {:atan, 1} => "atan: no device kernel yet",
@@ -72,8 +73,10 @@ defmodule Nx.Vulkan.ResidencyRegister do
     },
     Nx.LinAlg => %{
       {:adjoint, 1} => "conjugate: no device kernel yet",
-      {:cholesky, 1} => "argsort: no device kernel yet; as_type: as_type from f32 to c64 has no device kernel",
-      {:determinant, 1} => "abs: complex input; argmax: no device kernel yet; gather: no device kernel yet",
+      {:cholesky, 1} =>
+        "argsort: no device kernel yet; as_type: as_type from f32 to c64 has no device kernel",
+      {:determinant, 1} =>
+        "abs: complex input; argmax: no device kernel yet; gather: no device kernel yet",
       {:eigh, 2} => "indexed_put: no device kernel yet",
       {:invert, 1} => "argmax: no device kernel yet; gather: no device kernel yet",
       {:least_squares, 3} => "all: no device kernel yet",
@@ -94,9 +97,15 @@ defmodule Nx.Vulkan.ResidencyRegister do
 
   @doc "The register entry a doctest test belongs to: {module, {fun, arity}} or {module, :moduledoc}."
   def entry_of(test_name) do
-    case Regex.run(~r/^doctest (?:module ([\w.]+)|([\w.]+)\.([^.\/\s]+)\/(\d+)) \(/, Atom.to_string(test_name)) do
-      [_, module] -> {Module.concat([module]), :moduledoc}
-      [_, "", module, fun, arity] -> {Module.concat([module]), {String.to_atom(fun), String.to_integer(arity)}}
+    case Regex.run(
+           ~r/^doctest (?:module ([\w.]+)|([\w.]+)\.([^.\/\s]+)\/(\d+)) \(/,
+           Atom.to_string(test_name)
+         ) do
+      [_, module] ->
+        {Module.concat([module]), :moduledoc}
+
+      [_, "", module, fun, arity] ->
+        {Module.concat([module]), {String.to_atom(fun), String.to_integer(arity)}}
     end
   end
 
