@@ -29,6 +29,7 @@ defmodule Nx.Vulkan.QueueTest do
   end
 
   test "explicit flush" do
+    Nx.Vulkan.set_batch_max(1000)
     before = Nx.Vulkan.stats()
     _ = Nx.exp(random({8}))
     assert Nx.Vulkan.flush() == :ok
@@ -37,14 +38,17 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_flush.submissions == before.submissions + 1
   end
 
-  test "the cap submits every N recorded commands" do
+  test "the cap bounds every command buffer and triggers submissions on its own" do
     Nx.Vulkan.set_batch_max(4)
     Nx.Vulkan.flush()
     before = Nx.Vulkan.stats()
     _ = chain(random({16}), 4) |> Nx.to_binary()
     after_run = Nx.Vulkan.stats()
     recorded = after_run.recorded - before.recorded
-    assert after_run.flushes.batch_cap - before.flushes.batch_cap == div(recorded, 4)
+    submissions = after_run.submissions - before.submissions
+    assert recorded >= 12
+    assert submissions >= div(recorded + 3, 4)
+    assert after_run.flushes.batch_cap > before.flushes.batch_cap
   end
 
   test "cap 0 submits every command on its own" do

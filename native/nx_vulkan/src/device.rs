@@ -100,6 +100,7 @@ fn set_gpu_timing(on: bool) -> rustler::Atom {
 fn stats(env: Env) -> Term {
     let (created, hits, cached) = pipelines::stats();
     let (live_bytes, live_buffers, peak_bytes) = memory_stats();
+    let (pool_hits, pool_misses, pooled_bytes) = crate::tensor::pool_stats();
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).encode(env);
     let flushes = map(
         env,
@@ -117,6 +118,7 @@ fn stats(env: Env) -> Term {
             ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::ops::cpu_device().encode(env)),
             ("recorded", load(&STATS.recorded)),
+            ("barriers", load(&STATS.barriers)),
             ("submissions", load(&STATS.submissions)),
             ("flushes", flushes),
             ("record_ns", load(&STATS.record_ns)),
@@ -130,6 +132,9 @@ fn stats(env: Env) -> Term {
             ("live_bytes", live_bytes.encode(env)),
             ("live_buffers", live_buffers.encode(env)),
             ("peak_bytes", peak_bytes.encode(env)),
+            ("buffer_pool_hits", pool_hits.encode(env)),
+            ("buffer_pool_misses", pool_misses.encode(env)),
+            ("pooled_bytes", pooled_bytes.encode(env)),
         ],
     )
 }

@@ -5,7 +5,10 @@ use crate::context::ctx;
 use crate::error::{arg_error, Error, Result};
 use crate::queue::{self, Command, FlushReason};
 use rustler::{Binary, Env, NewBinary, ResourceArc};
+use once_cell::sync::Lazy;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter};
 
@@ -31,11 +34,67 @@ static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // The Vulkan memory itself is freed when the last Subbuffer clone goes, which may be later:
-        // a pending or in-flight command buffer holds clones of every buffer it uses.
+        // The buffer goes back to the pool; pending or in-flight commands may still hold clones
+        // of it, and the pool hands it out again only once they are gone.
         LIVE_BYTES.fetch_sub(self.buffer.size(), Ordering::Relaxed);
         LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
+        give_back(Kind::Tensor, self.buffer.clone());
     }
+}
+
+/// Buffer pool. Creating a VkBuffer and binding memory costs microseconds per op (and large
+/// ones far more), so freed buffers are kept by kind and power-of-two size class and reused once
+/// nothing else holds them: a buffer's Arc count of one means no pending or in-flight command
+/// uses it any more.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Tensor,
+    Upload,
+    Download,
+}
+
+const POOL_MAX_BYTES: u64 = 1 << 30;
+const POOL_MAX_BUFFER: u64 = 256 << 20;
+
+#[derive(Default)]
+struct Pool {
+    free: HashMap<(Kind, u64), Vec<Subbuffer<[u8]>>>,
+    bytes: u64,
+}
+
+static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::default()));
+static POOL_HITS: AtomicU64 = AtomicU64::new(0);
+static POOL_MISSES: AtomicU64 = AtomicU64::new(0);
+
+fn size_class(bytes: u64) -> u64 {
+    bytes.max(256).next_power_of_two()
+}
+
+fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
+    let mut pool = POOL.lock().ok()?;
+    let list = pool.free.get_mut(&(kind, class))?;
+    let i = list.iter().position(|b| Arc::strong_count(b.buffer()) == 1)?;
+    let buffer = list.swap_remove(i);
+    pool.bytes -= class;
+    Some(buffer)
+}
+
+fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
+    let class = buffer.size();
+    if class > POOL_MAX_BUFFER || !class.is_power_of_two() {
+        return;
+    }
+    if let Ok(mut pool) = POOL.lock() {
+        if pool.bytes + class <= POOL_MAX_BYTES {
+            pool.bytes += class;
+            pool.free.entry((kind, class)).or_default().push(buffer);
+        }
+    }
+}
+
+pub fn pool_stats() -> (u64, u64, u64) {
+    let pooled = POOL.lock().map(|p| p.bytes).unwrap_or(0);
+    (POOL_HITS.load(Ordering::Relaxed), POOL_MISSES.load(Ordering::Relaxed), pooled)
 }
 
 pub fn memory_stats() -> (u64, u64, u64) {
@@ -46,10 +105,34 @@ pub fn memory_stats() -> (u64, u64, u64) {
     )
 }
 
-fn raw_buffer(bytes: u64, usage: BufferUsage, filter: MemoryTypeFilter) -> Result<Subbuffer<[u8]>> {
+fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
     let c = ctx()?;
-    // Round up to 16 bytes: never a zero-sized buffer, and 8-byte element kernels stay aligned.
-    let size = bytes.max(16).div_ceil(16) * 16;
+    // Pooled sizes are powers of two (never zero-sized, 8-byte kernels stay aligned); buffers
+    // too large to pool are rounded to 16 bytes.
+    let size = if size_class(bytes) <= POOL_MAX_BUFFER.min(c.info.max_storage_buffer_range) {
+        size_class(bytes)
+    } else {
+        bytes.div_ceil(16) * 16
+    };
+    if let Some(buffer) = take(kind, size) {
+        POOL_HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(buffer);
+    }
+    POOL_MISSES.fetch_add(1, Ordering::Relaxed);
+    let (usage, filter) = match kind {
+        Kind::Tensor => (
+            BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_SRC | BufferUsage::TRANSFER_DST,
+            MemoryTypeFilter::PREFER_DEVICE,
+        ),
+        Kind::Upload => (
+            BufferUsage::TRANSFER_SRC,
+            MemoryTypeFilter::PREFER_HOST | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
+        ),
+        Kind::Download => (
+            BufferUsage::TRANSFER_DST,
+            MemoryTypeFilter::PREFER_HOST | MemoryTypeFilter::HOST_RANDOM_ACCESS,
+        ),
+    };
     if bytes > c.info.max_storage_buffer_range {
         return Err(arg_error!(
             "a tensor of {bytes} bytes exceeds this device's maxStorageBufferRange ({} bytes)",
@@ -73,11 +156,7 @@ fn raw_buffer(bytes: u64, usage: BufferUsage, filter: MemoryTypeFilter) -> Resul
 
 /// A new device-local tensor buffer of `bytes` bytes (contents undefined until written).
 pub fn alloc(bytes: u64) -> Result<BufferRef> {
-    let buffer = raw_buffer(
-        bytes,
-        BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_SRC | BufferUsage::TRANSFER_DST,
-        MemoryTypeFilter::PREFER_DEVICE,
-    )?;
+    let buffer = raw_buffer(Kind::Tensor, bytes)?;
     let size = buffer.size();
     let live = LIVE_BYTES.fetch_add(size, Ordering::Relaxed) + size;
     PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
@@ -85,13 +164,6 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
     Ok(ResourceArc::new(DeviceBuffer { buffer, bytes }))
 }
 
-fn staging(bytes: u64, filter: MemoryTypeFilter) -> Result<Subbuffer<[u8]>> {
-    raw_buffer(
-        bytes,
-        BufferUsage::TRANSFER_SRC | BufferUsage::TRANSFER_DST,
-        filter,
-    )
-}
 
 /// Uploads a binary into a new tensor buffer. The bytes go to a host-visible staging buffer now;
 /// the copy into the tensor is queued like any op, so an upload never forces a flush.
@@ -100,10 +172,7 @@ fn upload(data: Binary) -> Result<BufferRef> {
     let bytes = data.len() as u64;
     let out = alloc(bytes)?;
     if bytes > 0 {
-        let stage = staging(
-            bytes,
-            MemoryTypeFilter::PREFER_HOST | MemoryTypeFilter::HOST_SEQUENTIAL_WRITE,
-        )?;
+        let stage = raw_buffer(Kind::Upload, bytes)?;
         {
             let mut guard = stage
                 .write()
@@ -111,10 +180,11 @@ fn upload(data: Binary) -> Result<BufferRef> {
             guard[..data.len()].copy_from_slice(data.as_slice());
         }
         queue::record(Command::Copy {
-            src: stage,
+            src: stage.clone(),
             dst: out.buffer.clone(),
             bytes,
         })?;
+        give_back(Kind::Upload, stage);
     }
     Ok(out)
 }
@@ -126,10 +196,7 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64) -> Result<Binary<'a
     let bytes = bytes.min(tensor.bytes);
     let mut out = NewBinary::new(env, bytes as usize);
     if bytes > 0 {
-        let stage = staging(
-            bytes,
-            MemoryTypeFilter::PREFER_HOST | MemoryTypeFilter::HOST_RANDOM_ACCESS,
-        )?;
+        let stage = raw_buffer(Kind::Download, bytes)?;
         queue::record(Command::Copy {
             src: tensor.buffer.clone(),
             dst: stage.clone(),
@@ -140,6 +207,8 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64) -> Result<Binary<'a
             .read()
             .map_err(|e| Error::vulkan("mapping a download buffer", e))?;
         out.as_mut_slice().copy_from_slice(&guard[..bytes as usize]);
+        drop(guard);
+        give_back(Kind::Download, stage);
     }
     Ok(out.into())
 }
