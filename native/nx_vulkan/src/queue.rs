@@ -2,11 +2,12 @@
 //!
 //! Op NIFs describe their work as a `Command` (a pipeline, its buffers, push constants and group
 //! counts, or a buffer copy) and push it onto one global crossbeam channel, the pending queue.
-//! Nobody waits on that channel, so a push is a lock-free append: no wake-up, no syscall. One GPU
-//! thread owns all recording and submission; it sleeps on a second, control channel and wakes
-//! when a NIF asks for a flush (download, `Nx.Vulkan.flush/0`, the host fallback) or when
-//! `batch_max` commands are pending (`NXV_BATCH_MAX`; 0 or 1 submit every command on its own).
-//! It then drains the pending queue into one command buffer, submits it and waits on one fence.
+//! Nobody blocks on that channel, so a push is a lock-free append. One GPU thread owns all
+//! recording and submission; it sleeps on a second, control channel and wakes every
+//! RECORD_AHEAD pushes to record what is pending into the open command buffer (overlapping the
+//! BEAM's next ops), and when a NIF asks for a flush (download, `Nx.Vulkan.flush/0`, the host
+//! fallback). A command buffer is submitted, with one fence wait, at a flush or when it holds
+//! `batch_max` commands (`NXV_BATCH_MAX`; 0 or 1 submit every command on its own).
 //!
 //! Recording is raw (vulkano's unchecked `RecordingCommandBuffer`) with our own hazard tracking:
 //! a global memory barrier goes in only before a command that reads a buffer written since the
@@ -71,11 +72,16 @@ pub const FLUSH_REASON_NAMES: [&str; FLUSH_REASONS] =
     ["download", "explicit", "fallback", "batch_cap"];
 
 enum Control {
-    /// Submit what is pending, because the cap was reached.
-    Submit,
-    /// Submit what is pending, wait for it, and reply with the first error since the last flush.
+    /// Record what is pending into the open command buffer (submitting it whenever it reaches
+    /// the cap): sent every RECORD_AHEAD commands, so recording overlaps the BEAM's next ops.
+    Drain,
+    /// Record what is pending, submit, wait, and reply with the first error since the last flush.
     Flush(FlushReason, Sender<Result<()>>),
 }
+
+/// Pending commands that wake the GPU thread to record ahead (recording costs ~2-3 us per
+/// command on the H200 host; overlapping it with the BEAM takes it off the critical path).
+const RECORD_AHEAD: usize = 8;
 
 pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
 /// How long a fence is polled before blocking. Set from the device class: polling pays on GPUs,
@@ -86,8 +92,8 @@ pub static FENCE_SPIN_US: AtomicU64 = AtomicU64::new(200);
 pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 /// Commands pushed and not yet taken by the GPU thread.
 static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Set when a cap-triggered Submit is on its way, so a burst past the cap wakes the thread once.
-static SUBMIT_REQUESTED: AtomicBool = AtomicBool::new(false);
+/// Set while a Drain is on its way, so a burst of commands wakes the thread once.
+static DRAIN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 pub struct Stats {
     pub recorded: AtomicU64,
@@ -138,12 +144,13 @@ fn stopped() -> Error {
     Error::Vulkan("the GPU thread has stopped".into())
 }
 
-/// Queues a command; returns at once (wakes the GPU thread only when the cap is reached).
+/// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
+/// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
     QUEUE.pending.send(command).map_err(|_| stopped())?;
     let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
-    if pending >= batch_max() && !SUBMIT_REQUESTED.swap(true, Ordering::AcqRel) {
-        QUEUE.control.send(Control::Submit).map_err(|_| stopped())?;
+    if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
+        QUEUE.control.send(Control::Drain).map_err(|_| stopped())?;
     }
     Ok(())
 }
@@ -167,21 +174,29 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
     while let Ok(message) = control.recv() {
         match message {
-            Control::Submit => {
-                STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.run(&pending);
-            }
+            Control::Drain => recorder.drain(&pending),
             Control::Flush(reason, reply) => {
                 STATS.flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.run(&pending);
+                recorder.drain(&pending);
+                recorder.guarded(|r| r.submit());
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
             }
         }
     }
 }
 
+/// The command buffer being recorded, with the commands it uses (kept alive until its fence).
+struct OpenBatch {
+    cb: RecordingCommandBuffer,
+    commands: Vec<Command>,
+    hazards: Hazards,
+    timestamps: Option<Arc<QueryPool>>,
+    recording_ns: u64,
+}
+
 #[derive(Default)]
 struct Recorder {
+    open: Option<OpenBatch>,
     /// The first failure since the last flush, reported by that flush.
     error: Option<Error>,
     fence: Option<Arc<Fence>>,
@@ -243,26 +258,34 @@ fn all_memory_barrier(dst_host: bool) -> DependencyInfo {
 }
 
 impl Recorder {
-    /// Drains the pending queue, at most `batch_max` commands per command buffer, submitting
-    /// each and waiting for it.
-    fn run(&mut self, pending: &Receiver<Command>) {
-        SUBMIT_REQUESTED.store(false, Ordering::Release);
-        loop {
-            let commands: Vec<Command> = pending.try_iter().take(batch_max()).collect();
-            if commands.is_empty() {
-                return;
-            }
-            PENDING_COUNT.fetch_sub(commands.len(), Ordering::AcqRel);
-            let result = catch_unwind(AssertUnwindSafe(|| self.execute(&commands)))
-                .unwrap_or_else(|_| Err(Error::Vulkan("recording or submitting panicked".into())));
-            if let Err(e) = result {
-                self.error.get_or_insert(e);
-            }
-            // Dropping `commands` here, after the fence, releases the buffers they kept alive.
+    /// Runs `f`, turning a panic into an error; the first error is kept for the next flush.
+    fn guarded(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) {
+        let result = catch_unwind(AssertUnwindSafe(|| f(self)))
+            .unwrap_or_else(|_| Err(Error::Vulkan("recording or submitting panicked".into())));
+        if let Err(e) = result {
+            // The open batch may be half recorded: drop it (its commands are lost, and the
+            // error says so at the next flush).
+            self.open = None;
+            self.error.get_or_insert(e);
         }
     }
 
-    fn execute(&mut self, commands: &[Command]) -> Result<()> {
+    /// Records every pending command into the open command buffer, submitting it (and waiting)
+    /// each time it reaches the cap.
+    fn drain(&mut self, pending: &Receiver<Command>) {
+        DRAIN_REQUESTED.store(false, Ordering::Release);
+        while let Ok(command) = pending.try_recv() {
+            PENDING_COUNT.fetch_sub(1, Ordering::AcqRel);
+            self.guarded(|r| r.record(command));
+            let full = self.open.as_ref().is_some_and(|b| b.commands.len() >= batch_max());
+            if full {
+                STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
+                self.guarded(|r| r.submit());
+            }
+        }
+    }
+
+    fn begin(&mut self) -> Result<OpenBatch> {
         let c = ctx()?;
         let started = Instant::now();
         let mut cb = RecordingCommandBuffer::new(
@@ -276,70 +299,85 @@ impl Recorder {
         )
         .map_err(|e| Error::vulkan("starting a command buffer", e))?;
         let timestamps = if GPU_TIMING.load(Ordering::Relaxed) {
-            Some(self.timestamp_pool()?)
+            let pool = self.timestamp_pool()?;
+            unsafe {
+                cb.reset_query_pool_unchecked(&pool, 0..2);
+                cb.write_timestamp_unchecked(&pool, 0, PipelineStage::TopOfPipe);
+            }
+            Some(pool)
         } else {
             None
         };
-        let mut hazards = Hazards::default();
+        Ok(OpenBatch {
+            cb,
+            commands: Vec::with_capacity(batch_max().min(1024)),
+            hazards: Hazards::default(),
+            timestamps,
+            recording_ns: started.elapsed().as_nanos() as u64,
+        })
+    }
+
+    fn record(&mut self, command: Command) -> Result<()> {
+        if self.open.is_none() {
+            self.open = Some(self.begin()?);
+        }
+        let batch = self.open.as_mut().unwrap();
+        let started = Instant::now();
+        let cb = &mut batch.cb;
         unsafe {
-            if let Some(pool) = &timestamps {
-                cb.reset_query_pool_unchecked(pool, 0..2);
-                cb.write_timestamp_unchecked(pool, 0, PipelineStage::TopOfPipe);
-            }
-            for command in commands {
-                match command {
-                    Command::Copy { src, dst, bytes } => {
-                        if hazards.needs_barrier(&[handle(src)], handle(dst)) {
-                            cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                            STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                        }
-                        cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
-                            src.clone().slice(..*bytes),
-                            dst.clone().slice(..*bytes),
-                        ));
+            match &command {
+                Command::Copy { src, dst, bytes } => {
+                    if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
+                        cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
                     }
-                    Command::Dispatch(d) => {
-                        let n = d.bindings.len();
-                        let reads: SmallVec<[u64; 4]> =
-                            d.bindings[..n - 1].iter().map(handle).collect();
-                        if hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
-                            cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                            STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                        }
-                        let layout = d.pipeline.layout();
-                        let writes: SmallVec<[WriteDescriptorSet; 8]> = d
-                            .bindings
-                            .iter()
-                            .enumerate()
-                            .map(|(i, b)| WriteDescriptorSet::buffer(i as u32, b.clone()))
-                            .collect();
-                        cb.bind_pipeline_compute_unchecked(&d.pipeline);
-                        cb.push_descriptor_set_unchecked(
-                            PipelineBindPoint::Compute,
-                            layout,
-                            0,
-                            &writes,
-                        );
-                        cb.push_constants_unchecked(layout, 0, &d.push);
-                        cb.dispatch_unchecked(d.groups);
+                    cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
+                        src.clone().slice(..*bytes),
+                        dst.clone().slice(..*bytes),
+                    ));
+                }
+                Command::Dispatch(d) => {
+                    let n = d.bindings.len();
+                    let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
+                    if batch.hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
+                        cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
                     }
+                    let layout = d.pipeline.layout();
+                    let writes: SmallVec<[WriteDescriptorSet; 8]> = d
+                        .bindings
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| WriteDescriptorSet::buffer(i as u32, b.clone()))
+                        .collect();
+                    cb.bind_pipeline_compute_unchecked(&d.pipeline);
+                    cb.push_descriptor_set_unchecked(PipelineBindPoint::Compute, layout, 0, &writes);
+                    cb.push_constants_unchecked(layout, 0, &d.push);
+                    cb.dispatch_unchecked(d.groups);
                 }
             }
+        }
+        batch.commands.push(command);
+        batch.recording_ns += started.elapsed().as_nanos() as u64;
+        Ok(())
+    }
+
+    /// Ends, submits and waits for the open command buffer, if any.
+    fn submit(&mut self) -> Result<()> {
+        let Some(mut batch) = self.open.take() else { return Ok(()) };
+        let c = ctx()?;
+        let started = Instant::now();
+        unsafe {
             // Make every write visible to the host (downloads read staging buffers after the fence).
-            cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
-            if let Some(pool) = &timestamps {
-                cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
+            batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
+            if let Some(pool) = &batch.timestamps {
+                batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
             }
         }
         let cb: CommandBuffer =
-            unsafe { cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-        STATS
-            .recorded
-            .fetch_add(commands.len() as u64, Ordering::Relaxed);
-        let recorded = Instant::now();
-        STATS
-            .record_ns
-            .fetch_add((recorded - started).as_nanos() as u64, Ordering::Relaxed);
+            unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
+        STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
+        STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
 
         let fence = self.fence()?;
         let cb_handles = [cb.handle()];
@@ -354,7 +392,7 @@ impl Recorder {
         let submitted = Instant::now();
         STATS
             .submit_ns
-            .fetch_add((submitted - recorded).as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add((submitted - started).as_nanos() as u64, Ordering::Relaxed);
         // Spin briefly first: a blocking wait costs ~25 us more than polling on real GPUs.
         let spin_until = submitted + Duration::from_micros(FENCE_SPIN_US.load(Ordering::Relaxed));
         while !fence
@@ -373,13 +411,15 @@ impl Recorder {
         STATS
             .wait_ns
             .fetch_add(submitted.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        if let Some(pool) = &timestamps {
+        if let Some(pool) = &batch.timestamps {
             let mut ticks = [0u64; 2];
             pool.get_results(0..2, &mut ticks, QueryResultFlags::WAIT)
                 .map_err(|e| Error::vulkan("reading timestamps", e))?;
             let ns = ticks[1].saturating_sub(ticks[0]) as f64 * c.info.timestamp_period as f64;
             STATS.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
         }
+        // Dropping the commands now, after the fence, releases the buffers they kept alive.
+        drop(batch.commands);
         drop(cb);
         Ok(())
     }

@@ -1,0 +1,36 @@
+# Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised),
+# then flushes once. Prints us per op for whole backend calls and for the bare NIFs.
+#
+#   mix run bench/host_overhead.exs     (or: elixir bench/host_overhead.exs with ERL_LIBS set)
+{:ok, _} = Application.ensure_all_started(:nx_vulkan)
+Nx.global_default_backend(Nx.Vulkan.Backend)
+Nx.Vulkan.set_batch_max(100_000)
+a = Nx.iota({4}, type: :f32)
+b = Nx.iota({4}, type: :f32)
+Nx.Vulkan.flush()
+ref = a.data.ref
+n = 5000
+
+run = fn name, f ->
+  f.()
+  Nx.Vulkan.flush()
+  {us, _} = :timer.tc(fn -> for _ <- 1..n, do: f.() end)
+  {flush_us, _} = :timer.tc(fn -> Nx.Vulkan.flush() end)
+
+  IO.puts(
+    String.pad_trailing(name, 22) <>
+      "#{Float.round(us / n, 2)} us/op on the caller, then #{Float.round(flush_us / n, 2)} us/op to finish at the flush"
+  )
+end
+
+IO.puts("device #{Nx.Vulkan.Device.info().name}")
+run.("Nx.add (backend)", fn -> Nx.add(a, b) end)
+run.("Nx.exp (backend)", fn -> Nx.exp(a) end)
+run.("binary_op NIF", fn -> Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4]) end)
+run.("unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end)
+run.("alloc_buffer NIF", fn -> Nx.Vulkan.Native.alloc_buffer(16) end)
+s = Nx.Vulkan.stats()
+
+IO.puts(
+  "GPU-thread recording: #{Float.round(s.record_ns / max(s.recorded, 1) / 1000, 2)} us/command"
+)
