@@ -24,16 +24,32 @@ const COMPARE_OPS: &[&str] = &[
     "logical_or", "logical_xor",
 ];
 
-fn op_code(env: Env, op: Atom, table: &[&str]) -> Result<(u32, String)> {
-    let name = op
-        .to_term(env)
-        .atom_to_string()
-        .map_err(|_| arg_error!("op must be an atom"))?;
-    table
-        .iter()
-        .position(|&n| n == name)
-        .map(|i| (i as u32, name.clone()))
-        .ok_or_else(|| unsupported!("{name} has no device kernel"))
+/// The op's code in `table` (its index), comparing atoms, not strings: this runs on every op.
+pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Result<(u32, &'static str)> {
+    use std::sync::Mutex;
+    static ATOMS: once_cell::sync::Lazy<Mutex<Vec<(usize, Vec<Atom>)>>> =
+        once_cell::sync::Lazy::new(|| Mutex::new(Vec::new()));
+    let key = table.as_ptr() as usize;
+    let position = {
+        let mut cache = ATOMS.lock().map_err(|_| arg_error!("atom cache poisoned"))?;
+        if !cache.iter().any(|(k, _)| *k == key) {
+            let atoms: Vec<Atom> = table
+                .iter()
+                .map(|n| Atom::from_str(env, if n.is_empty() { "nx_vulkan_none" } else { n }))
+                .collect::<rustler::NifResult<_>>()
+                .map_err(|_| arg_error!("creating atoms"))?;
+            cache.push((key, atoms));
+        }
+        let (_, atoms) = cache.iter().find(|(k, _)| *k == key).unwrap();
+        atoms.iter().position(|a| *a == op)
+    };
+    match position {
+        Some(i) => Ok((i as u32, table[i])),
+        None => {
+            let name = op.to_term(env).atom_to_string().unwrap_or_default();
+            Err(unsupported!("{name} has no device kernel"))
+        }
+    }
 }
 
 fn is_integer(dtype: Dtype) -> bool {
@@ -53,7 +69,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let (code, name) = op_code(env, op, UNARY_OPS)?;
-    let kernel = kernel_for(Family::Unary, dtype, code, &name, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
+    let kernel = kernel_for(Family::Unary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
     let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();
@@ -78,14 +94,14 @@ fn binary_op(
 ) -> Result<BufferRef> {
     let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
         Ok((code, name)) => (
-            kernel_for(Family::Binary, dtype, code, &name, &[0, 1, 2, 3, 4, 5, 6], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
+            kernel_for(Family::Binary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
             code,
             dtype.bytes(),
         ),
         Err(_) => {
             let (code, name) = op_code(env, op, COMPARE_OPS)?;
             let all: Vec<u32> = (0..COMPARE_OPS.len() as u32).collect();
-            (kernel_for(Family::Compare, dtype, code, &name, &all, &all)?, code, 1)
+            (kernel_for(Family::Compare, dtype, code, name, &all, &all)?, code, 1)
         }
     };
     let n = element_count(&out_shape);

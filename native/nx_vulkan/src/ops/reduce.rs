@@ -12,11 +12,7 @@ const SERIAL_REDUCTION_MAX: u64 = 64;
 
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
-    let name = op.to_term(env).atom_to_string().map_err(|_| arg_error!("op must be an atom"))?;
-    let code = REDUCE_OPS
-        .iter()
-        .position(|&n| n == name)
-        .ok_or_else(|| unsupported!("{name} has no device kernel"))? as u32;
+    let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
     let n_red_all: u64 = axes.iter().map(|&a| shape.get(a).copied().unwrap_or(1)).product();
     // Short reductions fold serially, one invocation per output; long ones use a workgroup per
     // output and a tree in shared memory. CPU devices prefer serial (no barriers) up to the point
