@@ -464,6 +464,54 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # all/any: a comparison with zero (NaN counts as true), then min/max over the same axes, in u8.
+  @impl true
+  def all(out, t, opts), do: logical_reduce(:reduce_min, out, t, opts)
+
+  @impl true
+  def any(out, t, opts), do: logical_reduce(:reduce_max, out, t, opts)
+
+  defp logical_reduce(op, %T{} = out, %T{shape: shape} = t, opts) do
+    zero = constant(%{t | shape: {}}, 0, [])
+    nonzero = not_equal(%{t | type: {:u, 8}}, t, zero)
+    apply(__MODULE__, op, [%{out | type: {:u, 8}}, nonzero, [axes: opts[:axes] || Nx.axes(shape)]])
+  end
+
+  for op <- [:argmax, :argmin] do
+    @impl true
+    def unquote(op)(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+      axes = if opts[:axis], do: [opts[:axis]], else: Nx.axes(shape)
+      index_bytes = if bits == 64, do: 8, else: 4
+      index_type = if bits == 64, do: out_type, else: {:s, 32}
+
+      Native.arg_reduce(
+        unquote(op),
+        type,
+        ref!(t),
+        shape_list(t),
+        axes,
+        opts[:tie_break] == :high,
+        index_bytes
+      )
+      |> result(%{out | type: index_type}, unquote(op), [out, t, opts])
+      |> cast(out_type)
+    end
+  end
+
+  @impl true
+  def is_nan(out, t), do: classify(:is_nan, out, t)
+
+  @impl true
+  def is_infinity(out, t), do: classify(:is_infinity, out, t)
+
+  # Integers are never NaN or infinite; complex inputs go to the host.
+  defp classify(_op, out, %T{type: {kind, _}}) when kind in [:s, :u], do: constant(out, 0, [])
+  defp classify(op, out, %T{type: {:c, _}} = t), do: Fallback.run(op, "complex input", [out, t])
+
+  defp classify(op, out, %T{type: type} = t) do
+    Native.classify(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
+  end
+
   @impl true
   def dot(%T{type: type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
     a = cast(a, type)
@@ -495,7 +543,7 @@ defmodule Nx.Vulkan.Backend do
   host_unary =
     (Enum.map(Nx.Shared.unary_math_funs(), &elem(&1, 0)) ++
        [:abs, :bitwise_not, :ceil, :conjugate, :floor, :negate, :round, :sign] ++
-       [:count_leading_zeros, :population_count, :real, :imag, :is_nan, :is_infinity])
+       [:count_leading_zeros, :population_count, :real, :imag])
     |> Enum.uniq()
     |> Kernel.--(device_unary)
 
@@ -504,7 +552,7 @@ defmodule Nx.Vulkan.Backend do
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++
       Enum.map(host_binary, &{&1, 3}) ++
-      [all: 3, any: 3, argmax: 3, argmin: 3, reduce: 5, window_reduce: 6] ++
+      [reduce: 5, window_reduce: 6] ++
       [window_sum: 4, window_product: 4, window_max: 4, window_min: 4] ++
       [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
       [gather: 4, indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]

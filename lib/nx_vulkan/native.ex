@@ -44,6 +44,7 @@ defmodule Nx.Vulkan.Native do
   # ops/elementwise.rs
   def unary_op(_op, _type, _x, _n), do: nif_error()
   def binary_op(_op, _type, _a, _a_shape, _b, _b_shape, _out_shape), do: nif_error()
+  def classify(_op, _type, _x, _n), do: nif_error()
   def select(_bytes, _pred, _pred_shape, _t, _t_shape, _f, _f_shape, _out_shape), do: nif_error()
 
   # ops/layout.rs
@@ -59,6 +60,7 @@ defmodule Nx.Vulkan.Native do
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
   def as_type(_from, _to, _x, _n), do: nif_error()
   def reduce(_op, _type, _x, _shape, _axes), do: nif_error()
+  def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
 
   def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),
     do: nif_error()

@@ -76,3 +76,39 @@ defmodule Nx.Vulkan.ReduceDotTest do
     end
   end
 end
+
+defmodule Nx.Vulkan.ArgReduceTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "argmax and argmin with ties, NaN, axes, keep_axis and index types" do
+    t = dev([[1.0, 3.0, 3.0, :nan], [2.0, 2.0, -1.0, -1.0], [:nan, 0.0, :nan, 5.0]])
+
+    for op <- [:argmax, :argmin],
+        tie <- [:low, :high],
+        opts <- [[], [axis: 0], [axis: 1], [axis: 1, keep_axis: true]] do
+      assert_device(&apply(Nx, op, [&1, [tie_break: tie] ++ opts]), [t])
+    end
+
+    i = dev([[3, 1, 3], [0, 7, 7]], type: :s16)
+
+    for op <- [:argmax, :argmin], type <- [:s32, :s64, :u8] do
+      assert_device(&apply(Nx, op, [&1, [axis: 1, type: type]]), [i])
+    end
+  end
+
+  test "all and any, NaN counting as true" do
+    t = dev([[1.0, 0.0, :nan], [2.0, 3.0, 4.0]])
+
+    for op <- [:all, :any], opts <- [[], [axes: [0]], [axes: [1], keep_axes: true]] do
+      assert_device(&apply(Nx, op, [&1, opts]), [t])
+    end
+  end
+
+  test "is_nan and is_infinity" do
+    t = dev([:nan, :infinity, :neg_infinity, 0.0, 1.0])
+    assert_device(&Nx.is_nan/1, [t])
+    assert_device(&Nx.is_infinity/1, [t])
+    assert_device(&Nx.is_nan/1, [dev([1, 2], type: :s32)])
+    assert_device(&Nx.is_infinity/1, [dev([1.0, :infinity], type: :f64)])
+  end
+end

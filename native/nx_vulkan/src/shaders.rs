@@ -146,6 +146,22 @@ kernels! {
     iota_u32 => "shaders/iota.comp", "T" = "uint";
     iota_u64 => "shaders/iota.comp", "T" = "uint64_t";
 
+    arg_reduce_f32 => "shaders/arg_reduce.comp", "T" = "float", "W" = "float";
+    arg_reduce_f64 => "shaders/arg_reduce.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    arg_reduce_f16 => "shaders/arg_reduce.comp", "T" = "float16_t", "W" = "float";
+    arg_reduce_s8 => "shaders/arg_reduce.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    arg_reduce_s16 => "shaders/arg_reduce.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    arg_reduce_s32 => "shaders/arg_reduce.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    arg_reduce_s64 => "shaders/arg_reduce.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    arg_reduce_u8 => "shaders/arg_reduce.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    arg_reduce_u16 => "shaders/arg_reduce.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    arg_reduce_u32 => "shaders/arg_reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    arg_reduce_u64 => "shaders/arg_reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+
+    classify_f32 => "shaders/classify.comp", "T" = "float", "W" = "float";
+    classify_f64 => "shaders/classify.comp", "T" = "double", "W" = "double";
+    classify_f16 => "shaders/classify.comp", "T" = "float16_t", "W" = "float";
+
     convert => "shaders/convert.comp";
 }
 
@@ -159,6 +175,8 @@ pub enum Family {
     ReduceSerial,
     Gemm,
     GemmRows,
+    ArgReduce,
+    Classify,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -242,6 +260,20 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::GemmRows, Dtype::U16) => Some(gemm_rows_u16),
         (Family::GemmRows, Dtype::U32) => Some(gemm_rows_u32),
         (Family::GemmRows, Dtype::U64) => Some(gemm_rows_u64),
+        (Family::ArgReduce, Dtype::F32) => Some(arg_reduce_f32),
+        (Family::ArgReduce, Dtype::F64) => Some(arg_reduce_f64),
+        (Family::ArgReduce, Dtype::F16) => Some(arg_reduce_f16),
+        (Family::ArgReduce, Dtype::S8) => Some(arg_reduce_s8),
+        (Family::ArgReduce, Dtype::S16) => Some(arg_reduce_s16),
+        (Family::ArgReduce, Dtype::S32) => Some(arg_reduce_s32),
+        (Family::ArgReduce, Dtype::S64) => Some(arg_reduce_s64),
+        (Family::ArgReduce, Dtype::U8) => Some(arg_reduce_u8),
+        (Family::ArgReduce, Dtype::U16) => Some(arg_reduce_u16),
+        (Family::ArgReduce, Dtype::U32) => Some(arg_reduce_u32),
+        (Family::ArgReduce, Dtype::U64) => Some(arg_reduce_u64),
+        (Family::Classify, Dtype::F32) => Some(classify_f32),
+        (Family::Classify, Dtype::F64) => Some(classify_f64),
+        (Family::Classify, Dtype::F16) => Some(classify_f16),
         _ => None,
     }
 }

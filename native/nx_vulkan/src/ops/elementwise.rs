@@ -78,6 +78,22 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     Ok(out)
 }
 
+const CLASSIFY_OPS: &[&str] = &["is_nan", "is_infinity"];
+
+/// is_nan / is_infinity of a floating-point tensor, as u8.
+#[rustler::nif]
+fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let (code, name) = op_code(env, op, CLASSIFY_OPS)?;
+    let kernel = shaders::numeric(Family::Classify, dtype, false)
+        .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
+    let out = alloc(n)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
 /// `op(a, b)` with `a` and `b` broadcast to `out_shape`. `dtype` is the type both inputs already
 /// have (the Elixir side casts them); arithmetic returns that type, comparisons u8.
 #[rustler::nif]

@@ -10,57 +10,118 @@ const REDUCE_OPS: &[&str] = &["sum", "product", "reduce_max", "reduce_min"];
 /// Reductions up to this many elements per output fold serially on GPUs too.
 const SERIAL_REDUCTION_MAX: u64 = 64;
 
+/// Where a reduction's elements are: outputs walk the kept axes, each output walks the reduced
+/// axes (both collapsed), as the reduce kernels' push constants lay them out.
+struct Layout {
+    n_out: u64,
+    n_red: u64,
+    kept_dims: Vec<u64>,
+    kept_strides: Vec<i64>,
+    red_dims: Vec<u64>,
+    red_strides: Vec<i64>,
+}
+
+impl Layout {
+    fn of(x: &BufferRef, dtype: Dtype, shape: &[u64], axes: &[usize]) -> Result<Layout> {
+        if let Some(&bad) = axes.iter().find(|&&a| a >= shape.len()) {
+            return Err(arg_error!("axis {bad} is out of range for shape {shape:?}"));
+        }
+        let strides = contiguous_strides(shape);
+        check_extent(x, dtype.bytes(), 0, shape, &strides)?;
+        let (mut kept_dims, mut kept_strides, mut red_dims, mut red_strides) = (vec![], vec![], vec![], vec![]);
+        for d in 0..shape.len() {
+            if axes.contains(&d) {
+                red_dims.push(shape[d]);
+                red_strides.push(strides[d]);
+            } else {
+                kept_dims.push(shape[d]);
+                kept_strides.push(strides[d]);
+            }
+        }
+        let n_out = element_count(&kept_dims);
+        let n_red = element_count(&red_dims);
+        let (kept_dims, mut kept_strides) = collapse(&kept_dims, &[kept_strides])?;
+        let (red_dims, mut red_strides) = collapse(&red_dims, &[red_strides])?;
+        Ok(Layout {
+            n_out,
+            n_red,
+            kept_dims,
+            kept_strides: kept_strides.remove(0),
+            red_dims,
+            red_strides: red_strides.remove(0),
+        })
+    }
+
+    fn push(&self) -> Result<Push> {
+        let mut push = Push::new();
+        push.set(0, self.n_out)?;
+        push.set(1, self.n_red)?;
+        push.set(2, self.kept_dims.len() as u64)?;
+        push.set(3, self.red_dims.len() as u64)?;
+        push.set(4, 0)?;
+        push.set_dims(5, &self.kept_dims)?;
+        push.set_strides(11, &self.kept_strides)?;
+        push.set_dims(17, &self.red_dims)?;
+        push.set_strides(23, &self.red_strides)?;
+        Ok(push)
+    }
+}
+
+const ARG_OPS: &[&str] = &["argmax", "argmin"];
+
+/// argmax/argmin over `axes`; indices written as `index_bytes` (4 or 8) integers.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn arg_reduce(
+    env: Env,
+    op: Atom,
+    dtype: Dtype,
+    x: BufferRef,
+    shape: Vec<u64>,
+    axes: Vec<usize>,
+    tie_high: bool,
+    index_bytes: u64,
+) -> Result<BufferRef> {
+    let (code, name) = super::elementwise::op_code(env, op, ARG_OPS)?;
+    let kernel = shaders::numeric(Family::ArgReduce, dtype, false)
+        .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+    if index_bytes != 4 && index_bytes != 8 {
+        return Err(unsupported!("{name} into {index_bytes}-byte indices has no device kernel"));
+    }
+    let layout = Layout::of(&x, dtype, &shape, &axes)?;
+    if cpu_device() && layout.n_red * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("{name} over {} elements per output exceeds what one pass can loop over on a CPU device", layout.n_red));
+    }
+    let out = alloc(layout.n_out * index_bytes)?;
+    let spec = code | (tie_high as u32) << 1 | ((index_bytes == 8) as u32) << 2;
+    dispatch(kernel, spec, &[&x, &out], layout.push()?, elementwise_groups(layout.n_out))?;
+    Ok(out)
+}
+
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
     let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
-    let n_red_all: u64 = axes.iter().map(|&a| shape.get(a).copied().unwrap_or(1)).product();
+    let layout = Layout::of(&x, dtype, &shape, &axes)?;
     // Short reductions fold serially, one invocation per output; long ones use a workgroup per
     // output and a tree in shared memory. CPU devices prefer serial (no barriers) up to the point
     // where lavapipe's loop limiter would cut the loop short (see LAVAPIPE_LOOP_BUDGET).
     let serial = if cpu_device() {
-        n_red_all * (shape.len() as u64 + 2) <= LAVAPIPE_LOOP_BUDGET
+        layout.n_red * (shape.len() as u64 + 2) <= LAVAPIPE_LOOP_BUDGET
     } else {
-        n_red_all <= SERIAL_REDUCTION_MAX
+        layout.n_red <= SERIAL_REDUCTION_MAX
     };
-    if cpu_device() && !serial && n_red_all.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+    if cpu_device() && !serial && layout.n_red.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
         return Err(unsupported!(
-            "{name} of {n_red_all} elements per output exceeds what one pass can loop over on a CPU device"
+            "{name} of {} elements per output exceeds what one pass can loop over on a CPU device",
+            layout.n_red
         ));
     }
     let family = if serial { Family::ReduceSerial } else { Family::Reduce };
     let kernel = shaders::numeric(family, dtype, precise_f32())
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
-    if let Some(&bad) = axes.iter().find(|&&a| a >= shape.len()) {
-        return Err(arg_error!("axis {bad} is out of range for shape {shape:?}"));
-    }
-    let strides = contiguous_strides(&shape);
-    check_extent(&x, dtype.bytes(), 0, &shape, &strides)?;
-    let (mut kept_dims, mut kept_strides, mut red_dims, mut red_strides) = (vec![], vec![], vec![], vec![]);
-    for d in 0..shape.len() {
-        if axes.contains(&d) {
-            red_dims.push(shape[d]);
-            red_strides.push(strides[d]);
-        } else {
-            kept_dims.push(shape[d]);
-            kept_strides.push(strides[d]);
-        }
-    }
-    let n_out = element_count(&kept_dims);
-    let n_red = element_count(&red_dims);
-    let (kept_dims, kept_strides) = collapse(&kept_dims, &[kept_strides])?;
-    let (red_dims, red_strides) = collapse(&red_dims, &[red_strides])?;
-    let out = alloc(n_out * dtype.bytes())?;
-    let mut push = Push::new();
-    push.set(0, n_out)?;
-    push.set(1, n_red)?;
-    push.set(2, kept_dims.len() as u64)?;
-    push.set(3, red_dims.len() as u64)?;
-    push.set(4, 0)?;
-    push.set_dims(5, &kept_dims)?;
-    push.set_strides(11, &kept_strides[0])?;
-    push.set_dims(17, &red_dims)?;
-    push.set_strides(23, &red_strides[0])?;
-    let groups = if serial { elementwise_groups(n_out) } else { grid(n_out) };
+    let out = alloc(layout.n_out * dtype.bytes())?;
+    let push = layout.push()?;
+    let groups = if serial { elementwise_groups(layout.n_out) } else { grid(layout.n_out) };
     dispatch(kernel, code, &[&x, &out], push, groups)?;
     Ok(out)
 }
