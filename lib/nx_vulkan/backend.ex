@@ -369,6 +369,29 @@ defmodule Nx.Vulkan.Backend do
     Native.as_type(from, to, ref!(t), Nx.size(t)) |> result(out, :as_type, [out, t])
   end
 
+  # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
+  @impl true
+  def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
+    case elem_bytes(type) do
+      nil ->
+        fallback(:gather, [out, t, indices, opts])
+
+      bytes ->
+        indices = cast(indices, {:s, 64})
+        t = cast(t, type)
+
+        Native.gather(
+          bytes,
+          ref!(t),
+          shape_list(t),
+          ref!(indices),
+          shape_list(indices),
+          opts[:axes]
+        )
+        |> result(out, :gather, [out, t, indices, opts])
+    end
+  end
+
   ## Element-wise
 
   # The NIF knows which dtypes each op has on the device; the rest fall back with that reason.
@@ -555,7 +578,7 @@ defmodule Nx.Vulkan.Backend do
       [reduce: 5, window_reduce: 6] ++
       [window_sum: 4, window_product: 4, window_max: 4, window_min: 4] ++
       [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
-      [gather: 4, indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
+      [indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
 
   for {op, arity} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)

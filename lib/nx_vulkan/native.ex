@@ -56,6 +56,7 @@ defmodule Nx.Vulkan.Native do
   def fill(_bytes, _n, _bits), do: nif_error()
   def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()
   def alloc_buffer(_bytes), do: nif_error()
+  def gather(_bytes, _x, _shape, _indices, _indices_shape, _axes), do: nif_error()
 
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
   def as_type(_from, _to, _x, _n), do: nif_error()

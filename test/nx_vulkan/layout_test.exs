@@ -106,3 +106,22 @@ defmodule Nx.Vulkan.LayoutTest do
     end
   end
 end
+
+defmodule Nx.Vulkan.GatherTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "gather, take and take_along_axis against the BinaryBackend" do
+    t = dev(Enum.to_list(0..23), type: :f32) |> Nx.reshape({2, 3, 4})
+    idx = dev([[1, 2], [0, 1], [1, 0]], type: :s32)
+    assert_device(&Nx.gather(&1, &2), [t, idx])
+    assert_device(&Nx.gather(&1, &2, axes: [1, 2]), [t, idx])
+    assert_device(&Nx.gather(&1, &2, axes: [0, 2]), [t, dev([[1, 3], [0, 0]], type: :u8)])
+    assert_device(&Nx.take(&1, &2, axis: 2), [t, dev([3, 0, 3], type: :s64)])
+    assert_device(&Nx.take_along_axis(&1, &2, axis: 1), [t, dev([[[0], [2]], [[1], [1]]]) |> Nx.broadcast({2, 2, 4})])
+  end
+
+  test "out-of-range gather indices are clamped" do
+    t = dev([10, 20, 30])
+    assert Nx.to_flat_list(Nx.gather(t, dev([[-5], [1], [9]]))) == [10, 20, 30]
+  end
+end

@@ -162,6 +162,11 @@ kernels! {
     classify_f64 => "shaders/classify.comp", "T" = "double", "W" = "double";
     classify_f16 => "shaders/classify.comp", "T" = "float16_t", "W" = "float";
 
+    gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
+    gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
+    gather_b4 => "shaders/gather.comp", "T" = "uint";
+    gather_b8 => "shaders/gather.comp", "T" = "uint64_t";
+
     convert => "shaders/convert.comp";
 }
 

@@ -104,3 +104,49 @@ fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferR
 fn alloc_buffer(bytes: u64) -> Result<BufferRef> {
     alloc(bytes)
 }
+
+/// gather: `indices` (s64, shape [..., k]) index `axes` of `x` (shape `shape`); the output is
+/// the index tuples' shape followed by the dims not indexed, in order.
+#[rustler::nif]
+fn gather(
+    elem_bytes: u64,
+    x: BufferRef,
+    shape: Vec<u64>,
+    indices: BufferRef,
+    indices_shape: Vec<u64>,
+    axes: Vec<usize>,
+) -> Result<BufferRef> {
+    let kernel = by_width(elem_bytes, shaders::gather_b1, shaders::gather_b2, shaders::gather_b4, shaders::gather_b8)?;
+    let k = *indices_shape.last().ok_or_else(|| arg_error!("gather indices need a last axis"))? as usize;
+    if k != axes.len() || axes.iter().any(|&a| a >= shape.len()) {
+        return Err(arg_error!("gather: {k} indices per tuple for axes {axes:?} of shape {shape:?}"));
+    }
+    if k > MAX_RANK {
+        return Err(unsupported!("gather over more than {MAX_RANK} axes"));
+    }
+    let strides = contiguous_strides(&shape);
+    check_extent(&x, elem_bytes, 0, &shape, &strides)?;
+    check_extent(&indices, 8, 0, &indices_shape, &contiguous_strides(&indices_shape))?;
+    let rest_axes: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+    let rest_dims: Vec<u64> = rest_axes.iter().map(|&d| shape[d]).collect();
+    let rest_strides: Vec<i64> = rest_axes.iter().map(|&d| strides[d]).collect();
+    let rest = element_count(&rest_dims);
+    let tuples = element_count(&indices_shape) / (k.max(1) as u64);
+    let n = tuples * rest;
+    let (rest_dims, rest_strides) = collapse(&rest_dims, &[rest_strides])?;
+    let out = alloc(n * elem_bytes)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, k as u64)?;
+    push.set(2, rest)?;
+    push.set(3, rest_dims.len() as u64)?;
+    push.set_dims(4, &axes.iter().map(|&a| shape[a]).collect::<Vec<_>>())?;
+    push.set_strides(10, &axes.iter().map(|&a| strides[a]).collect::<Vec<_>>())?;
+    push.set_dims(16, &rest_dims)?;
+    push.set_strides(22, &rest_strides[0])?;
+    dispatch(kernel, 0, &[&x, &indices, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
