@@ -487,6 +487,30 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  for op <- [:window_sum, :window_product, :window_max, :window_min] do
+    @impl true
+    def unquote(op)(%T{type: type} = out, %T{} = t, window, opts) do
+      t = cast(t, type)
+      rank = tuple_size(window)
+      pad_low = Enum.map(opts[:padding] || List.duplicate({0, 0}, rank), &elem(&1, 0))
+      strides = opts[:strides] || List.duplicate(1, rank)
+      dilations = opts[:window_dilations] || List.duplicate(1, rank)
+
+      Native.window_reduce(
+        unquote(op),
+        type,
+        ref!(t),
+        shape_list(t),
+        shape_list(out),
+        Tuple.to_list(window),
+        strides,
+        pad_low,
+        dilations
+      )
+      |> result(out, unquote(op), [out, t, window, opts])
+    end
+  end
+
   # all/any: a comparison with zero (NaN counts as true), then min/max over the same axes, in u8.
   @impl true
   def all(out, t, opts), do: logical_reduce(:reduce_min, out, t, opts)
@@ -576,7 +600,6 @@ defmodule Nx.Vulkan.Backend do
     Enum.map(host_unary, &{&1, 2}) ++
       Enum.map(host_binary, &{&1, 3}) ++
       [reduce: 5, window_reduce: 6] ++
-      [window_sum: 4, window_product: 4, window_max: 4, window_min: 4] ++
       [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
       [indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
 

@@ -61,6 +61,10 @@ defmodule Nx.Vulkan.Native do
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
   def as_type(_from, _to, _x, _n), do: nif_error()
   def reduce(_op, _type, _x, _shape, _axes), do: nif_error()
+
+  def window_reduce(_op, _type, _x, _shape, _out_shape, _window, _strides, _pad_low, _dilations),
+    do: nif_error()
+
   def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
 
   def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),

@@ -117,7 +117,11 @@ defmodule Nx.Vulkan.GatherTest do
     assert_device(&Nx.gather(&1, &2, axes: [1, 2]), [t, idx])
     assert_device(&Nx.gather(&1, &2, axes: [0, 2]), [t, dev([[1, 3], [0, 0]], type: :u8)])
     assert_device(&Nx.take(&1, &2, axis: 2), [t, dev([3, 0, 3], type: :s64)])
-    assert_device(&Nx.take_along_axis(&1, &2, axis: 1), [t, dev([[[0], [2]], [[1], [1]]]) |> Nx.broadcast({2, 2, 4})])
+
+    assert_device(&Nx.take_along_axis(&1, &2, axis: 1), [
+      t,
+      dev([[[0], [2]], [[1], [1]]]) |> Nx.broadcast({2, 2, 4})
+    ])
   end
 
   test "out-of-range gather indices are clamped" do

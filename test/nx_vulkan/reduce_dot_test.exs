@@ -112,3 +112,24 @@ defmodule Nx.Vulkan.ArgReduceTest do
     assert_device(&Nx.is_infinity/1, [dev([1.0, :infinity], type: :f64)])
   end
 end
+
+defmodule Nx.Vulkan.WindowTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "window reductions with strides, padding and dilations" do
+    t = random({2, 5, 6}, :f32, 3.0, 21)
+
+    for op <- [:window_sum, :window_max, :window_min, :window_product, :window_mean],
+        opts <- [
+          [],
+          [strides: [1, 2, 1]],
+          [padding: :same],
+          [padding: [{0, 0}, {1, 2}, {2, 0}], window_dilations: [1, 2, 1]]
+        ] do
+      assert_device(&apply(Nx, op, [&1, {1, 2, 3}, opts]), [t], rtol: 1.0e-6, atol: 1.0e-6)
+    end
+
+    assert_device(&Nx.window_sum(&1, {2}), [dev([1, 2, 3, 4], type: :s32)])
+    assert_device(&Nx.cumulative_sum/1, [dev([1.0, 2.0, 3.0, 4.0])])
+  end
+end

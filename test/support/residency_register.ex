@@ -49,14 +49,9 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:take_along_axis, 3} => "argsort: no device kernel yet; gather: no device kernel yet",
       {:tan, 1} => "tan: no device kernel yet",
       {:top_k, 2} => "argsort: no device kernel yet",
-      {:window_max, 3} => "window_max: no device kernel yet",
-      {:window_mean, 3} => "window_sum: no device kernel yet",
-      {:window_min, 3} => "window_min: no device kernel yet",
-      {:window_product, 3} => "window_product: no device kernel yet",
       {:window_reduce, 5} => "window_reduce: no device kernel yet",
       {:window_scatter_max, 5} => "window_scatter_max: no device kernel yet",
-      {:window_scatter_min, 5} => "window_scatter_min: no device kernel yet",
-      {:window_sum, 3} => "window_sum: no device kernel yet"
+      {:window_scatter_min, 5} => "window_scatter_min: no device kernel yet"
     },
     Nx.LinAlg => %{
       {:adjoint, 1} => "conjugate: no device kernel yet",

@@ -162,6 +162,20 @@ kernels! {
     classify_f64 => "shaders/classify.comp", "T" = "double", "W" = "double";
     classify_f16 => "shaders/classify.comp", "T" = "float16_t", "W" = "float";
 
+    window_f32 => "shaders/window.comp", "T" = "float", "W" = "float", "ACC" = "float";
+    window_f32p => "shaders/window.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    window_f64 => "shaders/window.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
+    window_f16 => "shaders/window.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
+    window_f16p => "shaders/window.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    window_s8 => "shaders/window.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
+    window_s16 => "shaders/window.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
+    window_s32 => "shaders/window.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
+    window_s64 => "shaders/window.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
+    window_u8 => "shaders/window.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
+    window_u16 => "shaders/window.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
+    window_u32 => "shaders/window.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
+    window_u64 => "shaders/window.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -182,6 +196,7 @@ pub enum Family {
     GemmRows,
     ArgReduce,
     Classify,
+    Window,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -279,6 +294,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Classify, Dtype::F32) => Some(classify_f32),
         (Family::Classify, Dtype::F64) => Some(classify_f64),
         (Family::Classify, Dtype::F16) => Some(classify_f16),
+        (Family::Window, Dtype::F32) => Some(if precise { window_f32p } else { window_f32 }),
+        (Family::Window, Dtype::F64) => Some(window_f64),
+        (Family::Window, Dtype::F16) => Some(if precise { window_f16p } else { window_f16 }),
+        (Family::Window, Dtype::S8) => Some(window_s8),
+        (Family::Window, Dtype::S16) => Some(window_s16),
+        (Family::Window, Dtype::S32) => Some(window_s32),
+        (Family::Window, Dtype::S64) => Some(window_s64),
+        (Family::Window, Dtype::U8) => Some(window_u8),
+        (Family::Window, Dtype::U16) => Some(window_u16),
+        (Family::Window, Dtype::U32) => Some(window_u32),
+        (Family::Window, Dtype::U64) => Some(window_u64),
         _ => None,
     }
 }

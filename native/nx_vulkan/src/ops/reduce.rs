@@ -125,3 +125,60 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
     dispatch(kernel, code, &[&x, &out], push, groups)?;
     Ok(out)
 }
+
+/// window_sum/product/max/min: `x` of `shape`, windows of `window` dims, with `strides`,
+/// per-dim low padding `pad_low` and `dilations`; the output shape is `out_shape`.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn window_reduce(
+    env: Env,
+    op: Atom,
+    dtype: Dtype,
+    x: BufferRef,
+    shape: Vec<u64>,
+    out_shape: Vec<u64>,
+    window: Vec<u64>,
+    strides: Vec<u64>,
+    pad_low: Vec<i64>,
+    dilations: Vec<u64>,
+) -> Result<BufferRef> {
+    const WINDOW_OPS: &[&str] = &["window_sum", "window_product", "window_max", "window_min"];
+    let (code, name) = super::elementwise::op_code(env, op, WINDOW_OPS)?;
+    let kernel = shaders::numeric(Family::Window, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+    let rank = shape.len();
+    if [out_shape.len(), window.len(), strides.len(), pad_low.len(), dilations.len()].iter().any(|&l| l != rank) {
+        return Err(arg_error!("{name}: every window option needs one entry per axis"));
+    }
+    if rank > 7 {
+        return Err(unsupported!("{name} over rank {rank} (the kernel takes up to 7)"));
+    }
+    let fits = |v: u64| v < 65536;
+    if !window.iter().chain(&strides).chain(&dilations).all(|&v| fits(v))
+        || pad_low.iter().any(|&p| !(-32768..32768).contains(&p))
+    {
+        return Err(unsupported!("{name} with window options beyond 16 bits"));
+    }
+    check_extent(&x, dtype.bytes(), 0, &shape, &contiguous_strides(&shape))?;
+    let count = element_count(&window);
+    if cpu_device() && count * (rank as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("{name} over windows of {count} elements exceeds what one pass can loop over on a CPU device"));
+    }
+    let n = element_count(&out_shape);
+    let out = alloc(n * dtype.bytes())?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, rank as u64)?;
+    push.set(2, count)?;
+    for d in 0..rank {
+        push.set(3 + 4 * d, out_shape[d])?;
+        push.set(4 + 4 * d, shape[d])?;
+        push.set(5 + 4 * d, window[d] << 16 | strides[d])?;
+        push.set(6 + 4 * d, dilations[d] << 16 | (pad_low[d] + 32768) as u64)?;
+    }
+    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
