@@ -397,7 +397,8 @@ defmodule Nx.Vulkan.Backend do
   # The NIF knows which dtypes each op has on the device; the rest fall back with that reason.
   @device_unary [:negate, :abs, :sign, :floor, :ceil, :round, :exp, :expm1, :log, :log1p] ++
                   [:sqrt, :rsqrt, :tanh, :sigmoid, :bitwise_not, :count_leading_zeros] ++
-                  [:population_count]
+                  [:population_count, :sin, :cos, :tan, :asin, :acos, :atan, :sinh, :cosh] ++
+                  [:asinh, :acosh, :atanh, :cbrt]
 
   for op <- @device_unary do
     @impl true
@@ -414,7 +415,7 @@ defmodule Nx.Vulkan.Backend do
 
   @device_arithmetic [:add, :subtract, :multiply, :divide, :max, :min, :pow, :quotient] ++
                        [:remainder, :bitwise_and, :bitwise_or, :bitwise_xor, :left_shift] ++
-                       [:right_shift]
+                       [:right_shift, :atan2]
 
   for op <- @device_arithmetic do
     @impl true
@@ -594,11 +595,8 @@ defmodule Nx.Vulkan.Backend do
     |> Enum.uniq()
     |> Kernel.--(device_unary)
 
-  host_binary = [:atan2]
-
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++
-      Enum.map(host_binary, &{&1, 3}) ++
       [reduce: 5, window_reduce: 6] ++
       [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
       [indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]

@@ -72,6 +72,11 @@ defmodule Nx.Vulkan.Fallback do
     end
   end
 
+  @doc "Every tag's fallback count, as `%{tag => count}` (see `tag_process/1`)."
+  def tag_counts do
+    for {{:tag, tag}, n, _} <- :ets.tab2list(@table), into: %{}, do: {tag, n}
+  end
+
   defp global_mode do
     case System.get_env("NXV_HOST_FALLBACK") do
       value when value in [nil, ""] ->

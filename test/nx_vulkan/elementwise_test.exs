@@ -122,6 +122,31 @@ defmodule Nx.Vulkan.ElementwiseTest do
       end
     end
 
+    test "f32 trigonometric and hyperbolic functions (f64 routines rounded once)" do
+      t = random({500}, :f32, 3.0, 17)
+      unit = random({500}, :f32, 0.999, 18)
+
+      for op <- [:sin, :cos, :tan, :atan, :sinh, :cosh, :asinh, :cbrt] do
+        assert_device(&apply(Nx, op, [&1]), [t], rtol: 2.0e-7, atol: 1.0e-30)
+      end
+
+      for op <- [:asin, :acos, :atanh],
+          do: assert_device(&apply(Nx, op, [&1]), [unit], rtol: 2.0e-7, atol: 1.0e-30)
+
+      assert_device(&Nx.acosh/1, [Nx.add(Nx.abs(t), 1.0)], rtol: 2.0e-7, atol: 1.0e-30)
+      assert_device(&Nx.atan2/2, [t, unit], rtol: 2.0e-7, atol: 1.0e-30)
+
+      assert_device(&Nx.atan2/2, [
+        dev([0.0, -0.0, 0.0, -0.0, 1.0, -1.0]),
+        dev([0.0, 0.0, -0.0, -0.0, -2.0, -2.0])
+      ])
+    end
+
+    test "f64 trigonometric functions take the counted fallback" do
+      Nx.Vulkan.Fallback.tag_process(:f64_trig)
+      assert_device(&Nx.sin/1, [random({5}, :f64, 3.0, 19)], fallback: true)
+    end
+
     test "f32 exp/log/tanh/sigmoid round exactly like the BinaryBackend on typical inputs" do
       t = random({1000}, :f32, 8.0, 11)
 

@@ -127,8 +127,10 @@ W apply(W x, W y) {
     case 5: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
 #if defined(PRECISE) || defined(IS_F64)
     case 6: return pow64(x, y);
+    case 14: return atan2_64(x, y);
 #else
     case 6: return pow32(x, y);
+    case 14: return atan(x, y);
 #endif
 #endif
     default: return x;

@@ -216,3 +216,198 @@ double pow64(double x, double y) {
   }
   return (x < 0.0lf && is_odd_integer64(y)) ? -r : r;
 }
+
+// ---- Trigonometric and hyperbolic functions in f64 -------------------------------------------
+// sin/cos: x = n pi/2 + r with pi/2 in three parts (Cody-Waite; accurate for |x| up to ~1e9),
+// then minimax polynomials on [-pi/4, pi/4] (the classic fdlibm coefficients).
+const double PIO2_1 = 1.57079632673412561417e+00lf;
+const double PIO2_2 = 6.07710050630396597660e-11lf;
+const double PIO2_3 = 2.02226624871116645580e-21lf;
+const double PIO2_HI = 1.57079632679489655800e+00lf;
+const double PIO2_LO = 6.12323399573676603587e-17lf;
+const double PIO4_HI = 7.85398163397448278999e-01lf;
+const double PIO4_LO = 3.06161699786838301793e-17lf;
+const double INV_PIO2 = 6.36619772367581382433e-01lf;
+
+double sin_kernel(double r) {
+  double z = r * r;
+  double p = 1.58969099521155010221e-10lf;
+  p = p * z - 2.50507602534068634195e-08lf;
+  p = p * z + 2.75573137070700676789e-06lf;
+  p = p * z - 1.98412698298579493134e-04lf;
+  p = p * z + 8.33333333332248946124e-03lf;
+  p = p * z - 1.66666666666666324348e-01lf;
+  return r + r * z * p;
+}
+
+double cos_kernel(double r) {
+  double z = r * r;
+  double p = -1.13596475577881948265e-11lf;
+  p = p * z + 2.08757232129817482790e-09lf;
+  p = p * z - 2.75573143513906633035e-07lf;
+  p = p * z + 2.48015872894767294178e-05lf;
+  p = p * z - 1.38888888888741095749e-03lf;
+  p = p * z + 4.16666666666666019037e-02lf;
+  double hz = 0.5lf * z;
+  double w = 1.0lf - hz;
+  return w + (((1.0lf - w) - hz) + z * z * p);
+}
+
+// Returns the quadrant (n mod 4) and the reduced argument.
+int reduce_pio2(double x, out double r) {
+  double n = floor(x * INV_PIO2 + 0.5lf);
+  r = ((x - n * PIO2_1) - n * PIO2_2) - n * PIO2_3;
+  return int(mod(n, 4.0lf));
+}
+
+double sin64(double x) {
+  if (isinf(x) || isnan(x)) return nan64();
+  if (abs(x) < 7.450580596923828e-9lf) return x;
+  double r;
+  int q = reduce_pio2(x, r);
+  if (q == 0) return sin_kernel(r);
+  if (q == 1) return cos_kernel(r);
+  if (q == 2) return -sin_kernel(r);
+  return -cos_kernel(r);
+}
+
+double cos64(double x) {
+  if (isinf(x) || isnan(x)) return nan64();
+  double r;
+  int q = reduce_pio2(x, r);
+  if (q == 0) return cos_kernel(r);
+  if (q == 1) return -sin_kernel(r);
+  if (q == 2) return -cos_kernel(r);
+  return sin_kernel(r);
+}
+
+double tan64(double x) {
+  if (isinf(x) || isnan(x)) return nan64();
+  double r;
+  int q = reduce_pio2(x, r);
+  double s = sin_kernel(r), c = cos_kernel(r);
+  return (q & 1) == 0 ? s / c : -c / s;
+}
+
+// atan on [0, tan(pi/8)] by its odd series (21 terms: truncation below 1e-18).
+double atan_small(double t) {
+  // atan(t) = t - t^3/3 + t^5/5 - ... = t + t z P(z), P(z) = -1/3 + z/5 - z^2/7 + ...
+  double z = t * t;
+  double p = 0.0lf;
+  for (int k = 22; k >= 1; --k) p = p * z + ((k & 1) == 1 ? -1.0lf : 1.0lf) / double(2 * k + 1);
+  return t + t * z * p;
+}
+
+double atan64(double x) {
+  if (isnan(x)) return x;
+  double ax = abs(x);
+  double r;
+  if (ax > 1.0lf) {
+    // atan(x) = pi/2 - atan(1/x)
+    double inv = 1.0lf / ax;
+    double a = inv > 0.41421356237309503lf ? (PIO4_HI + (atan_small((inv - 1.0lf) / (inv + 1.0lf)) + PIO4_LO)) : atan_small(inv);
+    r = PIO2_HI - (a - PIO2_LO);
+  } else if (ax > 0.41421356237309503lf) {
+    r = PIO4_HI + (atan_small((ax - 1.0lf) / (ax + 1.0lf)) + PIO4_LO);
+  } else {
+    r = atan_small(ax);
+  }
+  return x < 0.0lf ? -r : r;
+}
+
+double atan2_64(double y, double x) {
+  if (isnan(x) || isnan(y)) return nan64();
+  if (x == 0.0lf && y == 0.0lf) {
+    bool neg_x = (doubleBitsToUint64(x) >> 63) != 0ul;
+    double base = neg_x ? PIO2_HI * 2.0lf : 0.0lf;
+    return (doubleBitsToUint64(y) >> 63) != 0ul ? -base : base;
+  }
+  if (isinf(x) || isinf(y)) {
+    double a;
+    if (isinf(x) && isinf(y)) a = x > 0.0lf ? PIO4_HI : 3.0lf * PIO4_HI;
+    else if (isinf(y)) a = PIO2_HI;
+    else a = x > 0.0lf ? 0.0lf : 2.0lf * PIO2_HI;
+    return y < 0.0lf || (y == 0.0lf && (doubleBitsToUint64(y) >> 63) != 0ul) ? -a : a;
+  }
+  double a = atan64(abs(y / x));
+  if (x < 0.0lf) a = (2.0lf * PIO2_HI - a) + 2.0lf * PIO2_LO;
+  return y < 0.0lf || (y == 0.0lf && (doubleBitsToUint64(y) >> 63) != 0ul) ? -a : a;
+}
+
+double asin64(double x) {
+  double ax = abs(x);
+  if (isnan(x) || ax > 1.0lf) return nan64();
+  if (ax == 1.0lf) return x > 0.0lf ? PIO2_HI : -PIO2_HI;
+  // 1 - x^2 as (1 - x)(1 + x): no cancellation near |x| = 1.
+  double r = atan64(ax / sqrt((1.0lf - ax) * (1.0lf + ax)));
+  return x < 0.0lf ? -r : r;
+}
+
+double acos64(double x) {
+  if (isnan(x) || abs(x) > 1.0lf) return nan64();
+  // acos(x) = 2 atan(sqrt((1 - x) / (1 + x))): accurate on the whole range.
+  if (x == -1.0lf) return 2.0lf * PIO2_HI;
+  return 2.0lf * atan64(sqrt((1.0lf - x) / (1.0lf + x)));
+}
+
+double sinh64(double x) {
+  double ax = abs(x);
+  if (isnan(x) || x == 0.0lf) return x;
+  double r;
+  if (ax < 1.0lf) {
+    double t = expm1_64(ax);
+    r = 0.5lf * (t + t / (t + 1.0lf));
+  } else if (ax < 709.0lf) {
+    double e = exp64(ax);
+    r = 0.5lf * (e - 1.0lf / e);
+  } else {
+    double e = exp64(0.5lf * ax);
+    r = (0.5lf * e) * e;
+  }
+  return x < 0.0lf ? -r : r;
+}
+
+double cosh64(double x) {
+  double ax = abs(x);
+  if (isnan(x)) return x;
+  if (ax < 709.0lf) {
+    double e = exp64(ax);
+    return 0.5lf * (e + 1.0lf / e);
+  }
+  double e = exp64(0.5lf * ax);
+  return (0.5lf * e) * e;
+}
+
+double asinh64(double x) {
+  double ax = abs(x);
+  if (isnan(x) || isinf(x) || x == 0.0lf) return x;
+  double r;
+  if (ax > 268435456.0lf) r = log64(ax) + 6.93147180559945286227e-01lf;
+  else r = log1p64(ax + ax * ax / (1.0lf + sqrt(1.0lf + ax * ax)));
+  return x < 0.0lf ? -r : r;
+}
+
+double acosh64(double x) {
+  if (isnan(x) || x < 1.0lf) return nan64();
+  if (isinf(x)) return x;
+  if (x > 268435456.0lf) return log64(x) + 6.93147180559945286227e-01lf;
+  double t = x - 1.0lf;
+  return log1p64(t + sqrt(2.0lf * t + t * t));
+}
+
+double atanh64(double x) {
+  double ax = abs(x);
+  if (isnan(x) || ax > 1.0lf) return nan64();
+  if (ax == 1.0lf) return x > 0.0lf ? inf64() : -inf64();
+  double r = 0.5lf * log1p64(2.0lf * ax / (1.0lf - ax));
+  return x < 0.0lf ? -r : r;
+}
+
+double cbrt64(double x) {
+  if (isnan(x) || isinf(x) || x == 0.0lf) return x;
+  double ax = abs(x);
+  double y = exp64(log64(ax) / 3.0lf);
+  // One Newton step on y^3 = ax.
+  y = y - (y * y * y - ax) / (3.0lf * y * y);
+  return x < 0.0lf ? -y : y;
+}

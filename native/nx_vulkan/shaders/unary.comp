@@ -68,6 +68,18 @@ W apply(W a) {
     case 11: return a < W(0) ? nan64() : W(1) / sqrt(a); // rsqrt
     case 12: return tanh64(a);                          // tanh
     case 13: return sigmoid64(a);                       // sigmoid
+    case 18: return sin64(a);
+    case 19: return cos64(a);
+    case 20: return tan64(a);
+    case 21: return asin64(a);
+    case 22: return acos64(a);
+    case 23: return atan64(a);
+    case 24: return sinh64(a);
+    case 25: return cosh64(a);
+    case 26: return asinh64(a);
+    case 27: return acosh64(a);
+    case 28: return atanh64(a);
+    case 29: return cbrt64(a);
 #else
     case 6: return exp(a);
     case 7: return abs(a) < W(1e-5) ? a + W(0.5) * a * a : exp(a) - W(1);
@@ -77,6 +89,18 @@ W apply(W a) {
     case 11: return inversesqrt(a);
     case 12: return tanh(a);
     case 13: return W(1) / (W(1) + exp(-a));
+    case 18: return sin(a);
+    case 19: return cos(a);
+    case 20: return tan(a);
+    case 21: return asin(a);
+    case 22: return acos(a);
+    case 23: return atan(a);
+    case 24: return sinh(a);
+    case 25: return cosh(a);
+    case 26: return asinh(a);
+    case 27: return acosh(a);
+    case 28: return atanh(a);
+    case 29: return sign(a) * pow(abs(a), W(1.0 / 3.0));
 #endif
     default: return a;
   }
