@@ -546,6 +546,31 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # Stable; NaN sorts as the largest value, as in the BinaryBackend.
+  @impl true
+  def sort(%T{} = out, %T{shape: shape, type: type} = t, opts) do
+    Native.sort(
+      type,
+      ref!(t),
+      shape_list(t),
+      opts[:axis] || max(tuple_size(shape) - 1, 0),
+      opts[:direction] == :desc,
+      false,
+      0
+    )
+    |> result(out, :sort, [out, t, opts])
+  end
+
+  @impl true
+  def argsort(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+    {index_bytes, index_type} = if bits == 64, do: {8, out_type}, else: {4, {:s, 32}}
+    axis = opts[:axis] || max(tuple_size(shape) - 1, 0)
+
+    Native.sort(type, ref!(t), shape_list(t), axis, opts[:direction] == :desc, true, index_bytes)
+    |> result(%{out | type: index_type}, :argsort, [out, t, opts])
+    |> cast(out_type)
+  end
+
   @impl true
   def is_nan(out, t), do: classify(:is_nan, out, t)
 
@@ -598,7 +623,7 @@ defmodule Nx.Vulkan.Backend do
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++
       [reduce: 5, window_reduce: 6] ++
-      [window_scatter_max: 6, window_scatter_min: 6, sort: 3, argsort: 3] ++
+      [window_scatter_max: 6, window_scatter_min: 6] ++
       [indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
 
   for {op, arity} <- host_ops do

@@ -65,6 +65,7 @@ defmodule Nx.Vulkan.Native do
   def window_reduce(_op, _type, _x, _shape, _out_shape, _window, _strides, _pad_low, _dilations),
     do: nif_error()
 
+  def sort(_type, _x, _shape, _axis, _desc, _indices, _index_bytes), do: nif_error()
   def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
 
   def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),

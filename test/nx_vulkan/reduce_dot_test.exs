@@ -133,3 +133,26 @@ defmodule Nx.Vulkan.WindowTest do
     assert_device(&Nx.cumulative_sum/1, [dev([1.0, 2.0, 3.0, 4.0])])
   end
 end
+
+defmodule Nx.Vulkan.SortTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "sort and argsort: stable, both directions, NaN ordering, any axis" do
+    t = dev([[3.0, :nan, 1.0, 3.0, :neg_infinity], [0.0, -0.0, :infinity, 2.0, :nan]])
+
+    for dir <- [:asc, :desc], axis <- [0, 1] do
+      assert_device(&Nx.sort(&1, axis: axis, direction: dir), [t])
+      assert_device(&Nx.argsort(&1, axis: axis, direction: dir), [t])
+      assert_device(&Nx.argsort(&1, axis: axis, direction: dir, type: :s64), [t])
+    end
+
+    i = random({4, 33, 3}, :f32, 5.0, 23) |> Nx.round() |> Nx.as_type(:s16)
+
+    for axis <- [0, 1, 2], dir <- [:asc, :desc] do
+      assert_device(&Nx.sort(&1, axis: axis, direction: dir), [i])
+      assert_device(&Nx.argsort(&1, axis: axis, direction: dir), [i])
+    end
+
+    assert_device(&Nx.top_k(&1, k: 2), [dev([4, 1, 9, 9, 2])])
+  end
+end

@@ -7,7 +7,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
     Nx => %{
       {:acos, 1} => "acos: no device kernel yet",
       {:acosh, 1} => "acosh: no device kernel yet",
-      {:argsort, 2} => "argsort: no device kernel yet",
       {:as_type, 2} =>
         "as_type: as_type from c64 to f64 has no device kernel; as_type: as_type from c64 to s64 has no device kernel; as_type: as_type from s32 to c64 has no device kernel",
       {:asin, 1} => "asin: no device kernel yet",
@@ -34,7 +33,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:is_infinity, 1} => "is_infinity: no device kernel yet",
       {:is_nan, 1} => "is_nan: no device kernel yet",
       {:make_diagonal, 2} => "indexed_put: no device kernel yet",
-      {:median, 2} => "sort: no device kernel yet",
       {:mode, 2} => "sort: no device kernel yet",
       {:phase, 1} => "atan2: no device kernel yet; imag: no device kernel yet",
       {:put_diagonal, 3} => "indexed_put: no device kernel yet",
@@ -44,10 +42,7 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:rfft, 2} => "fft: no device kernel yet",
       {:sin, 1} => "sin: no device kernel yet",
       {:sinh, 1} => "sinh: no device kernel yet",
-      {:sort, 2} => "sort: no device kernel yet",
-      {:take_along_axis, 3} => "argsort: no device kernel yet; gather: no device kernel yet",
       {:tan, 1} => "tan: no device kernel yet",
-      {:top_k, 2} => "argsort: no device kernel yet",
       {:window_reduce, 5} => "window_reduce: no device kernel yet",
       {:window_scatter_max, 5} => "window_scatter_max: no device kernel yet",
       {:window_scatter_min, 5} => "window_scatter_min: no device kernel yet"

@@ -176,6 +176,18 @@ kernels! {
     window_u32 => "shaders/window.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
     window_u64 => "shaders/window.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
 
+    sort_f32 => "shaders/sort.comp", "T" = "float", "W" = "float";
+    sort_f64 => "shaders/sort.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    sort_f16 => "shaders/sort.comp", "T" = "float16_t", "W" = "float";
+    sort_s8 => "shaders/sort.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    sort_s16 => "shaders/sort.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    sort_s32 => "shaders/sort.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    sort_s64 => "shaders/sort.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    sort_u8 => "shaders/sort.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    sort_u16 => "shaders/sort.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    sort_u32 => "shaders/sort.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    sort_u64 => "shaders/sort.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -197,6 +209,7 @@ pub enum Family {
     ArgReduce,
     Classify,
     Window,
+    Sort,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -305,6 +318,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Window, Dtype::U16) => Some(window_u16),
         (Family::Window, Dtype::U32) => Some(window_u32),
         (Family::Window, Dtype::U64) => Some(window_u64),
+        (Family::Sort, Dtype::F32) => Some(sort_f32),
+        (Family::Sort, Dtype::F64) => Some(sort_f64),
+        (Family::Sort, Dtype::F16) => Some(sort_f16),
+        (Family::Sort, Dtype::S8) => Some(sort_s8),
+        (Family::Sort, Dtype::S16) => Some(sort_s16),
+        (Family::Sort, Dtype::S32) => Some(sort_s32),
+        (Family::Sort, Dtype::S64) => Some(sort_s64),
+        (Family::Sort, Dtype::U8) => Some(sort_u8),
+        (Family::Sort, Dtype::U16) => Some(sort_u16),
+        (Family::Sort, Dtype::U32) => Some(sort_u32),
+        (Family::Sort, Dtype::U64) => Some(sort_u64),
         _ => None,
     }
 }

@@ -182,3 +182,39 @@ fn window_reduce(
     dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
+
+/// sort (values) or argsort (indices of `index_bytes` bytes) along `axis`, stable; NaN largest.
+#[rustler::nif]
+fn sort(dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: usize, desc: bool, indices: bool, index_bytes: u64) -> Result<BufferRef> {
+    let what = if indices { "argsort" } else { "sort" };
+    let kernel = shaders::numeric(Family::Sort, dtype, false)
+        .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;
+    if axis >= shape.len().max(1) {
+        return Err(arg_error!("{what}: axis {axis} out of range for shape {shape:?}"));
+    }
+    if indices && index_bytes != 4 && index_bytes != 8 {
+        return Err(unsupported!("argsort into {index_bytes}-byte indices has no device kernel"));
+    }
+    let shape = if shape.is_empty() { vec![1] } else { shape };
+    let strides = contiguous_strides(&shape);
+    check_extent(&x, dtype.bytes(), 0, &shape, &strides)?;
+    let len = shape[axis];
+    if cpu_device() && len * 3 > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("{what} of rows of {len} exceeds what one pass can loop over on a CPU device"));
+    }
+    let (kept_dims, kept_strides): (Vec<u64>, Vec<i64>) =
+        (0..shape.len()).filter(|&d| d != axis).map(|d| (shape[d], strides[d])).unzip();
+    let (kept_dims, kept_strides) = collapse(&kept_dims, &[kept_strides])?;
+    let n = element_count(&shape);
+    let out = alloc(n * if indices { index_bytes } else { dtype.bytes() })?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, len)?;
+    push.set(2, strides[axis] as u64)?;
+    push.set(3, kept_dims.len() as u64)?;
+    push.set_dims(4, &kept_dims)?;
+    push.set_strides(10, &kept_strides[0])?;
+    let spec = desc as u32 | (indices as u32) << 1 | ((index_bytes == 8) as u32) << 2;
+    dispatch(kernel, spec, &[&x, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
