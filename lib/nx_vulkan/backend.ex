@@ -392,6 +392,29 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # Deterministic scatters: each output element applies its updates in order (put: last wins).
+  # Index tuples outside the target are skipped (the BinaryBackend raises).
+  for {op, add?} <- [indexed_put: false, indexed_add: true] do
+    @impl true
+    def unquote(op)(%T{type: type} = out, target, indices, updates, opts) do
+      target = cast(target, type)
+      updates = cast(updates, type)
+      indices = cast(indices, {:s, 64})
+
+      Native.scatter(
+        unquote(add?),
+        type,
+        ref!(target),
+        shape_list(target),
+        ref!(indices),
+        shape_list(indices),
+        ref!(updates),
+        opts[:axes] || Nx.axes(target.shape)
+      )
+      |> result(out, unquote(op), [out, target, indices, updates, opts])
+    end
+  end
+
   ## Element-wise
 
   # The NIF knows which dtypes each op has on the device; the rest fall back with that reason.
@@ -624,7 +647,7 @@ defmodule Nx.Vulkan.Backend do
     Enum.map(host_unary, &{&1, 2}) ++
       [reduce: 5, window_reduce: 6] ++
       [window_scatter_max: 6, window_scatter_min: 6] ++
-      [indexed_add: 5, indexed_put: 5, conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
+      [conv: 4, triangular_solve: 4, fft: 3, ifft: 3]
 
   for {op, arity} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)

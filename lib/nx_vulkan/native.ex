@@ -56,6 +56,10 @@ defmodule Nx.Vulkan.Native do
   def fill(_bytes, _n, _bits), do: nif_error()
   def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()
   def alloc_buffer(_bytes), do: nif_error()
+
+  def scatter(_add, _type, _target, _shape, _indices, _indices_shape, _updates, _axes),
+    do: nif_error()
+
   def gather(_bytes, _x, _shape, _indices, _indices_shape, _axes), do: nif_error()
 
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs

@@ -129,3 +129,37 @@ defmodule Nx.Vulkan.GatherTest do
     assert Nx.to_flat_list(Nx.gather(t, dev([[-5], [1], [9]]))) == [10, 20, 30]
   end
 end
+
+defmodule Nx.Vulkan.ScatterTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "indexed_add and indexed_put, duplicates applied in order" do
+    t = random({3, 4}, :f32, 2.0, 31)
+    idx = dev([[0, 1], [2, 3], [0, 1], [1, 0]])
+    upd = dev([1.5, -2.0, 4.25, 8.0])
+    assert_device(&Nx.indexed_add/3, [t, idx, upd])
+    assert_device(&Nx.indexed_put/3, [t, idx, upd])
+
+    assert_device(&Nx.indexed_add(&1, &2, &3, axes: [1]), [
+      t,
+      dev([[3], [0], [3]]),
+      random({3, 3}, :f32, 1.0, 32)
+    ])
+
+    assert_device(&Nx.indexed_add/3, [
+      dev([1, 2, 3], type: :s32),
+      dev([[0], [0], [2]]),
+      dev([5, 6, 7], type: :s32)
+    ])
+  end
+
+  test "out-of-range index tuples are skipped" do
+    t = dev([1.0, 2.0, 3.0])
+
+    assert Nx.to_flat_list(Nx.indexed_put(t, dev([[5], [-1], [1]]), dev([9.0, 9.0, 7.0]))) == [
+             1.0,
+             7.0,
+             3.0
+           ]
+  end
+end

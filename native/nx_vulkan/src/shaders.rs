@@ -188,6 +188,20 @@ kernels! {
     sort_u32 => "shaders/sort.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     sort_u64 => "shaders/sort.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
+    scatter_f32 => "shaders/scatter.comp", "T" = "float", "W" = "float";
+    scatter_f32p => "shaders/scatter.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    scatter_f64 => "shaders/scatter.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    scatter_f16 => "shaders/scatter.comp", "T" = "float16_t", "W" = "float";
+    scatter_f16p => "shaders/scatter.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    scatter_s8 => "shaders/scatter.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    scatter_s16 => "shaders/scatter.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    scatter_s32 => "shaders/scatter.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    scatter_s64 => "shaders/scatter.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    scatter_u8 => "shaders/scatter.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    scatter_u16 => "shaders/scatter.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    scatter_u32 => "shaders/scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    scatter_u64 => "shaders/scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -210,6 +224,7 @@ pub enum Family {
     Classify,
     Window,
     Sort,
+    Scatter,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -329,6 +344,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Sort, Dtype::U16) => Some(sort_u16),
         (Family::Sort, Dtype::U32) => Some(sort_u32),
         (Family::Sort, Dtype::U64) => Some(sort_u64),
+        (Family::Scatter, Dtype::F32) => Some(if precise { scatter_f32p } else { scatter_f32 }),
+        (Family::Scatter, Dtype::F64) => Some(scatter_f64),
+        (Family::Scatter, Dtype::F16) => Some(if precise { scatter_f16p } else { scatter_f16 }),
+        (Family::Scatter, Dtype::S8) => Some(scatter_s8),
+        (Family::Scatter, Dtype::S16) => Some(scatter_s16),
+        (Family::Scatter, Dtype::S32) => Some(scatter_s32),
+        (Family::Scatter, Dtype::S64) => Some(scatter_s64),
+        (Family::Scatter, Dtype::U8) => Some(scatter_u8),
+        (Family::Scatter, Dtype::U16) => Some(scatter_u16),
+        (Family::Scatter, Dtype::U32) => Some(scatter_u32),
+        (Family::Scatter, Dtype::U64) => Some(scatter_u64),
         _ => None,
     }
 }

@@ -2,6 +2,7 @@
 //! put_slice are all one kernel with different offsets and strides), fills, iota and eye.
 use super::*;
 use crate::dtype::Dtype;
+use super::precise_f32;
 use crate::shaders;
 use crate::tensor::alloc;
 
@@ -148,5 +149,52 @@ fn gather(
     push.set_dims(16, &rest_dims)?;
     push.set_strides(22, &rest_strides[0])?;
     dispatch(kernel, 0, &[&x, &indices, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+/// indexed_put / indexed_add: `updates` ([B, rest]) put into or added to `target` at the index
+/// tuples `indices` (s64, [B, k]) over `axes`; a new tensor.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn scatter(
+    add: bool,
+    dtype: Dtype,
+    target: BufferRef,
+    shape: Vec<u64>,
+    indices: BufferRef,
+    indices_shape: Vec<u64>,
+    updates: BufferRef,
+    axes: Vec<usize>,
+) -> Result<BufferRef> {
+    let what = if add { "indexed_add" } else { "indexed_put" };
+    let kernel = crate::shaders::numeric(crate::shaders::Family::Scatter, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;
+    let k = *indices_shape.last().ok_or_else(|| arg_error!("{what}: indices need a last axis"))? as usize;
+    if k != axes.len() || axes.iter().any(|&a| a >= shape.len()) {
+        return Err(arg_error!("{what}: {k} indices per tuple for axes {axes:?} of shape {shape:?}"));
+    }
+    if shape.len() > MAX_RANK || k > MAX_RANK {
+        return Err(unsupported!("{what} beyond rank {MAX_RANK}"));
+    }
+    let tuples = element_count(&indices_shape) / (k.max(1) as u64);
+    let rest: u64 = (0..shape.len()).filter(|d| !axes.contains(d)).map(|d| shape[d]).product();
+    check_extent(&target, dtype.bytes(), 0, &shape, &contiguous_strides(&shape))?;
+    check_extent(&indices, 8, 0, &[tuples * k as u64], &[1])?;
+    check_extent(&updates, dtype.bytes(), 0, &[tuples * rest], &[1])?;
+    if cpu_device() && tuples * (k as u64 + 3) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("{what} of {tuples} updates exceeds what one pass can loop over on a CPU device"));
+    }
+    let n = element_count(&shape);
+    let out = alloc(n * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, tuples)?;
+    push.set(2, k as u64)?;
+    push.set(3, rest)?;
+    push.set(4, shape.len() as u64)?;
+    push.set_dims(5, &shape)?;
+    push.set_dims(11, &axes.iter().map(|&a| a as u64).collect::<Vec<_>>())?;
+    push.set(17, axes.iter().map(|&a| 1u64 << a).sum())?;
+    dispatch(kernel, add as u32, &[&target, &indices, &updates, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
