@@ -72,6 +72,9 @@ defmodule Nx.Vulkan.Native do
   def sort(_type, _x, _shape, _axis, _desc, _indices, _index_bytes), do: nif_error()
   def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
 
+  def triangular_solve(_type, _a, _b, _n, _cols, _batches, _backward, _a_strides, _b_strides),
+    do: nif_error()
+
   def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),
     do: nif_error()
 end

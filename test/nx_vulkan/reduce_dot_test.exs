@@ -156,3 +156,43 @@ defmodule Nx.Vulkan.SortTest do
     assert_device(&Nx.top_k(&1, k: 2), [dev([4, 1, 9, 9, 2])])
   end
 end
+
+defmodule Nx.Vulkan.TriangularSolveTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "every combination of left_side, lower and transform_a, vectors, matrices and batches" do
+    lower = dev([[2.0, 0.0, 0.0], [1.5, -3.0, 0.0], [0.5, 2.0, 4.0]])
+    upper = Nx.transpose(lower)
+    b_mat = random({3, 2}, :f32, 2.0, 41)
+    b_right = random({2, 3}, :f32, 2.0, 42)
+    b_vec = dev([1.0, -2.0, 0.5])
+
+    for {a, lower?} <- [{lower, true}, {upper, false}], transform <- [:none, :transpose] do
+      opts = [lower: lower?, transform_a: transform]
+      tol = [rtol: 1.0e-6, atol: 1.0e-6]
+      assert_device(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b_mat], tol)
+      assert_device(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b_vec], tol)
+
+      assert_device(
+        &Nx.LinAlg.triangular_solve(&1, &2, [left_side: false] ++ opts),
+        [a, b_right],
+        tol
+      )
+    end
+
+    batched = Nx.stack([lower, Nx.multiply(lower, 2.0)])
+
+    assert_device(&Nx.LinAlg.triangular_solve/2, [batched, Nx.stack([b_mat, b_mat])],
+      rtol: 1.0e-6,
+      atol: 1.0e-6
+    )
+  end
+
+  test "a singular matrix raises as on the BinaryBackend" do
+    a = dev([[1.0, 0.0], [1.0, 0.0]])
+
+    assert_raise ArgumentError, "can't solve for singular matrix", fn ->
+      Nx.LinAlg.triangular_solve(a, dev([1.0, 2.0]))
+    end
+  end
+end

@@ -202,6 +202,11 @@ kernels! {
     scatter_u32 => "shaders/scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     scatter_u64 => "shaders/scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
+    trisolve_f32 => "shaders/trisolve.comp", "T" = "float", "W" = "float";
+    trisolve_f32p => "shaders/trisolve.comp", "T" = "float", "W" = "double";
+    trisolve_f64 => "shaders/trisolve.comp", "T" = "double", "W" = "double";
+    trisolve_f16 => "shaders/trisolve.comp", "T" = "float16_t", "W" = "float";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -225,6 +230,7 @@ pub enum Family {
     Window,
     Sort,
     Scatter,
+    TriSolve,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -355,6 +361,9 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Scatter, Dtype::U16) => Some(scatter_u16),
         (Family::Scatter, Dtype::U32) => Some(scatter_u32),
         (Family::Scatter, Dtype::U64) => Some(scatter_u64),
+        (Family::TriSolve, Dtype::F32) => Some(if precise { trisolve_f32p } else { trisolve_f32 }),
+        (Family::TriSolve, Dtype::F64) => Some(trisolve_f64),
+        (Family::TriSolve, Dtype::F16) => Some(trisolve_f16),
         _ => None,
     }
 }

@@ -113,3 +113,47 @@ fn dot(
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
 }
+
+/// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
+/// for each batch, `a` read as M with (row, col) strides `a_strides`, the right-hand sides from
+/// `b` with (row, col) strides `b_strides`, forward or `backward` substitution; the result has
+/// b's layout.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn triangular_solve(
+    dtype: Dtype,
+    a: BufferRef,
+    b: BufferRef,
+    n: u64,
+    cols: u64,
+    batches: u64,
+    backward: bool,
+    a_strides: (u64, u64),
+    b_strides: (u64, u64),
+) -> Result<BufferRef> {
+    let kernel = shaders::numeric(Family::TriSolve, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("triangular_solve on {} has no device kernel yet", dtype.name()))?;
+    let eb = dtype.bytes();
+    check_extent(&a, eb, 0, &[batches * n * n], &[1])?;
+    check_extent(&b, eb, 0, &[batches * n * cols], &[1])?;
+    if cpu_device() && n * n > LAVAPIPE_LOOP_BUDGET / 2 {
+        return Err(unsupported!("triangular_solve of order {n} exceeds what one pass can loop over on a CPU device"));
+    }
+    let total = batches * n * cols;
+    let w_bytes = if dtype == Dtype::F64 || (dtype != Dtype::F16 && precise_f32()) { 8 } else { 4 };
+    let scratch = alloc(total * w_bytes)?;
+    let out = alloc(total * eb)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, cols)?;
+    push.set(2, batches)?;
+    push.set(3, backward as u64)?;
+    push.set(4, a_strides.0)?;
+    push.set(5, a_strides.1)?;
+    push.set(6, b_strides.0)?;
+    push.set(7, b_strides.1)?;
+    push.set(8, n * n)?;
+    push.set(9, n * cols)?;
+    dispatch(kernel, 0, &[&a, &b, &scratch, &out], push, elementwise_groups(batches * cols))?;
+    Ok(out)
+}
