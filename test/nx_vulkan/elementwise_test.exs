@@ -24,6 +24,14 @@ defmodule Nx.Vulkan.ElementwiseTest do
       end
     end
 
+    test "float remainder is fmod (sign of the dividend), exact" do
+      for type <- [:f32, :f64] do
+        a = dev([5.5, -5.5, 7.0, 1.0e10, -0.0, 3.0], type: type)
+        b = dev([2.0, 2.0, -2.5, 3.3, 1.0, 0.1], type: type)
+        assert_device(&Nx.remainder/2, [a, b])
+      end
+    end
+
     test "mixed types are cast on the device first" do
       a = dev([1, 2, 3], type: :s32)
       b = dev([0.5, 1.5, 2.5], type: :f32)

@@ -33,7 +33,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:phase, 1} => "imag: no device kernel yet",
       {:real, 1} => "real: no device kernel yet",
       {:reduce, 4} => "reduce: no device kernel yet",
-      {:remainder, 2} => "remainder: remainder on f32 has no device kernel yet",
       {:rfft, 2} => "fft: no device kernel yet",
       {:sin, 1} => "sin: f64 sin on the device is not yet within libm's last digit",
       {:sinh, 1} => "sinh: f64 sinh on the device is not yet within libm's last digit",

@@ -127,9 +127,11 @@ W apply(W x, W y) {
     case 5: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
 #if defined(PRECISE) || defined(IS_F64)
     case 6: return pow64(x, y);
+    case 8: return fmod64(x, y);
     case 14: return atan2_64(x, y);
 #else
     case 6: return pow32(x, y);
+    case 8: return y == W(0) ? W(uintBitsToFloat(0x7fc00000u)) : x - y * trunc(x / y);
     case 14: return atan(x, y);
 #endif
 #endif

@@ -411,3 +411,31 @@ double cbrt64(double x) {
   y = y - (y * y * y - ax) / (3.0lf * y * y);
   return x < 0.0lf ? -y : y;
 }
+
+// fmod (C's, as Erlang's :math.fmod): x - trunc(x / y) y with the sign of x, exact when the
+// quotient is below 2^52. q y is formed exactly as a double-double (Veltkamp split, Dekker's
+// product: GLSL's fma need not be fused), so the subtraction leaves the exact remainder; the
+// quotient is corrected by one when the division rounded across an integer.
+double split_hi(double a) {
+  precise double t = 134217729.0lf * a;  // 2^27 + 1
+  precise double hi = t - (t - a);
+  return hi;
+}
+
+double fmod64(double x, double y) {
+  if (isnan(x) || isnan(y) || isinf(x) || y == 0.0lf) return nan64();
+  if (isinf(y) || x == 0.0lf) return x;
+  precise double ax = abs(x);
+  precise double ay = abs(y);
+  precise double q = trunc(ax / ay);
+  precise double p = q * ay;
+  precise double qh = split_hi(q);
+  precise double ql = q - qh;
+  precise double yh = split_hi(ay);
+  precise double yl = ay - yh;
+  precise double err = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
+  precise double r = (ax - p) - err;
+  if (r < 0.0lf) r += ay;
+  if (r >= ay) r -= ay;
+  return x < 0.0lf ? -r : r;
+}

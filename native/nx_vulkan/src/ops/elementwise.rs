@@ -120,7 +120,7 @@ fn binary_op(
 ) -> Result<BufferRef> {
     let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
         Ok((code, name)) => (
-            kernel_for(Family::Binary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6, 14], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
+            kernel_for(Family::Binary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6, 8, 14], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
             code,
             dtype.bytes(),
         ),
