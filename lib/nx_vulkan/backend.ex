@@ -60,8 +60,28 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # Tensors are immutable, so small constants (defn materialises the same scalars every step)
+  # are filled once and shared: see Nx.Vulkan.ConstantCache.
   @impl true
-  def constant(%T{type: type} = out, number, opts) do
+  def constant(%T{type: type, shape: shape} = out, number, opts) do
+    # Floats by their bits: 0.0 and -0.0 are equal terms on OTP 25 but different constants.
+    key = {type, shape, if(is_float(number), do: <<number::float>>, else: number)}
+
+    case Nx.Vulkan.ConstantCache.get(key) do
+      nil ->
+        t = fill_constant(out, number, opts)
+
+        if match?(%__MODULE__{}, t.data),
+          do: Nx.Vulkan.ConstantCache.put(key, Nx.size(shape), t.data)
+
+        t
+
+      data ->
+        %{out | data: data}
+    end
+  end
+
+  defp fill_constant(%T{type: type} = out, number, opts) do
     case elem_bytes(type) do
       bytes when bytes in [1, 2, 4, 8] ->
         <<bits::unsigned-little-size(bytes * 8)>> =

@@ -163,3 +163,24 @@ defmodule Nx.Vulkan.ScatterTest do
            ]
   end
 end
+
+defmodule Nx.Vulkan.ConstantCacheTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "cached constants keep the sign of zero and their type" do
+    assert Nx.to_binary(Nx.broadcast(Nx.tensor(0.0), {2})) ==
+             <<0.0::float-32-native, 0.0::float-32-native>>
+
+    assert Nx.to_binary(Nx.broadcast(Nx.tensor(-0.0), {2})) ==
+             <<-0.0::float-32-native, -0.0::float-32-native>>
+
+    t = Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:f, 32}, names: []}, -0.0, [])
+    assert Nx.to_binary(t) == <<-0.0::float-32-native>>
+    u = Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:f, 32}, names: []}, 0.0, [])
+    assert Nx.to_binary(u) == <<0.0::float-32-native>>
+
+    assert Nx.to_binary(
+             Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:s, 64}, names: []}, 3, [])
+           ) == <<3::64-native>>
+  end
+end
