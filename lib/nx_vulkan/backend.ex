@@ -695,6 +695,92 @@ defmodule Nx.Vulkan.Backend do
     |> result(out, :triangular_solve, [out, a, b, opts])
   end
 
+  # conv as im2col on the device: pad/dilate with pad, gather every window into one patches
+  # tensor with a single strided copy, then one batched dot (the feature groups as its batch).
+  # Sums run in the dot's order, not the BinaryBackend's. batch_group_size > 1 falls back.
+  @impl true
+  def conv(%T{type: {:c, _}} = out, t, k, opts),
+    do: Fallback.run(:conv, "complex input", [out, t, k, opts])
+
+  def conv(out, t, k, opts) do
+    if opts[:batch_group_size] != 1 do
+      Fallback.run(:conv, "batch_group_size > 1", [out, t, k, opts])
+    else
+      Nx.with_default_backend(__MODULE__, fn -> im2col_conv(out, t, k, opts) end)
+    end
+  end
+
+  defp im2col_conv(%T{type: type} = out, input, kernel, opts) do
+    t = input |> cast(type) |> Nx.rename(nil) |> Nx.transpose(axes: opts[:input_permutation])
+    k = kernel |> cast(type) |> Nx.rename(nil) |> Nx.transpose(axes: opts[:kernel_permutation])
+    zero = constant(%T{type: type, shape: {}, names: []}, 0, [])
+    k = Nx.pad(k, zero, [{0, 0, 0}, {0, 0, 0} | Enum.map(opts[:kernel_dilation], &{0, 0, &1 - 1})])
+
+    spatial_padding =
+      Enum.zip_with(opts[:padding], opts[:input_dilation], fn {lo, hi}, d -> {lo, hi, d - 1} end)
+
+    p = Nx.pad(t, zero, [{0, 0, 0}, {0, 0, 0} | spatial_padding])
+    [n, c | spatial] = Tuple.to_list(p.shape)
+    [f, cg | kspatial] = Tuple.to_list(k.shape)
+    groups = div(c, cg)
+    strides = opts[:strides]
+
+    out_spatial =
+      Enum.zip_with([spatial, kspatial, strides], fn [s, kd, st] -> div(s - kd, st) + 1 end)
+
+    [s_n, s_c | s_spatial] = p.shape |> contiguous_strides() |> Tuple.to_list()
+
+    # patches[g, n, o..., c, k...] = p[n, g * cg + c, o * stride + k]
+    dims = [groups, n | out_spatial] ++ [cg | kspatial]
+
+    view_strides =
+      [cg * s_c, s_n | Enum.zip_with(s_spatial, strides, &(&1 * &2))] ++ [s_c | s_spatial]
+
+    os = Enum.product(out_spatial)
+    ks = Enum.product(kspatial)
+
+    template = %T{type: type, shape: List.to_tuple(dims), names: List.duplicate(nil, length(dims))}
+
+    case view(template, p, 0, view_strides) do
+      nil ->
+        Fallback.run(:conv, "its window view exceeds the strided copy's rank", [
+          out,
+          input,
+          kernel,
+          opts
+        ])
+
+      patches ->
+        im2col_dot(out, patches, k, {n, f, groups, cg, out_spatial, os, ks}, opts)
+    end
+  end
+
+  defp im2col_dot(
+         %T{shape: out_shape} = out,
+         patches,
+         k,
+         {n, f, groups, cg, out_spatial, os, ks},
+         opts
+       ) do
+    patches = Nx.reshape(patches, {groups, n * os, cg * ks})
+    kernel = Nx.reshape(k, {groups, div(f, groups), cg * ks})
+    spatial_axes = Enum.to_list(2..(length(out_spatial) + 1)//1)
+
+    # {groups, n * os, f / groups} -> {n, groups, f / groups, o...} -> {n, f, o...}
+    result =
+      patches
+      |> Nx.dot([2], [0], kernel, [2], [0])
+      |> Nx.reshape(List.to_tuple([groups, n | out_spatial] ++ [div(f, groups)]))
+      |> Nx.transpose(axes: [1, 0, length(out_spatial) + 2] ++ spatial_axes)
+      |> Nx.reshape(List.to_tuple([n, f | out_spatial]))
+
+    inverse =
+      opts[:output_permutation] |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
+
+    result = Nx.transpose(result, axes: inverse)
+    %{out | data: result.data, shape: out_shape}
+  end
+
   ## Block
 
   @impl true
@@ -715,7 +801,7 @@ defmodule Nx.Vulkan.Backend do
     Enum.map(host_unary, &{&1, 2}) ++
       [reduce: 5, window_reduce: 6] ++
       [window_scatter_max: 6, window_scatter_min: 6] ++
-      [conv: 4, fft: 3, ifft: 3]
+      [fft: 3, ifft: 3]
 
   for {op, arity} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)

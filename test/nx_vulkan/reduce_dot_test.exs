@@ -196,3 +196,58 @@ defmodule Nx.Vulkan.TriangularSolveTest do
     end
   end
 end
+
+defmodule Nx.Vulkan.ConvTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  @tol [rtol: 1.0e-5, atol: 1.0e-5]
+
+  test "2-D conv with strides, padding, dilations and feature groups" do
+    x = random({2, 4, 7, 6}, :f32, 1.0, 51)
+    k = random({6, 2, 3, 2}, :f32, 1.0, 52)
+
+    for opts <- [
+          [feature_group_size: 2],
+          [feature_group_size: 2, strides: [2, 1], padding: :same],
+          [
+            feature_group_size: 2,
+            padding: [{1, 2}, {0, 1}],
+            kernel_dilation: [2, 1],
+            input_dilation: [1, 2]
+          ]
+        ] do
+      assert_device(&Nx.conv(&1, &2, opts), [x, k], @tol)
+    end
+
+    assert_device(
+      &Nx.conv(&1, &2, strides: 2),
+      [random({1, 3, 9, 9}, :f32, 1.0, 53), random({5, 3, 3, 3}, :f32, 1.0, 54)],
+      @tol
+    )
+  end
+
+  test "1-D and 3-D conv, permutations, f64" do
+    assert_device(
+      &Nx.conv/2,
+      [random({2, 3, 10}, :f64, 1.0, 55), random({4, 3, 3}, :f64, 1.0, 56)],
+      @tol
+    )
+
+    assert_device(
+      &Nx.conv/2,
+      [random({1, 2, 4, 5, 3}, :f32, 1.0, 57), random({3, 2, 2, 2, 2}, :f32, 1.0, 58)],
+      @tol
+    )
+
+    nhwc = random({2, 6, 6, 3}, :f32, 1.0, 59)
+    hwio = random({3, 3, 3, 4}, :f32, 1.0, 60)
+
+    opts = [
+      input_permutation: [0, 3, 1, 2],
+      kernel_permutation: [3, 2, 0, 1],
+      output_permutation: [0, 3, 1, 2]
+    ]
+
+    assert_device(&Nx.conv(&1, &2, opts), [nhwc, hwio], @tol)
+  end
+end

@@ -3,8 +3,8 @@
 // idx of an iteration shape. One kernel serves transpose, broadcast, slice, reverse, concatenate,
 // pad and put_slice. T is an unsigned storage type of the element's width (bytes are moved, not
 // converted).
-// Bindings: 0 in (read), 1 out (write). Push: pc[0] n, pc[1] rank, pc[2] in offset, pc[3] out offset,
-//           pc[4..10] dims, pc[10..16] in strides, pc[16..22] out strides.
+// Bindings: 0 in (read), 1 out (write). Push: pc[0] n, pc[1] rank (up to 8), pc[2] in offset,
+//           pc[3] out offset, pc[4..12] dims, pc[12..20] in strides, pc[20..28] out strides.
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(set = 0, binding = 0) readonly buffer I { T x[]; };
@@ -21,8 +21,8 @@ void main() {
     uint dim = pc[4 + d];
     uint q = rest / dim;
     int r = int(rest - q * dim);
-    io += r * int(pc[10 + d]);
-    oo += r * int(pc[16 + d]);
+    io += r * int(pc[12 + d]);
+    oo += r * int(pc[20 + d]);
     rest = q;
   }
   y[oo] = x[io];

@@ -31,15 +31,15 @@ pub fn strided_copy(
     if n == 0 {
         return Ok(());
     }
-    let (cdims, strides) = collapse(dims, &[src_strides.to_vec(), dst_strides.to_vec()])?;
+    let (cdims, strides) = collapse_to(dims, &[src_strides.to_vec(), dst_strides.to_vec()], MAX_COPY_RANK)?;
     let mut push = Push::new();
     push.set(0, n)?;
     push.set(1, cdims.len() as u64)?;
     push.set(2, src_offset as u64)?;
     push.set(3, dst_offset as u64)?;
     push.set_dims(4, &cdims)?;
-    push.set_strides(10, &strides[0])?;
-    push.set_strides(16, &strides[1])?;
+    push.set_strides(12, &strides[0])?;
+    push.set_strides(20, &strides[1])?;
     dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n))
 }
 

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Ranks up to this many dims (after collapsing) fit the kernels' push constants.
 pub const MAX_RANK: usize = 6;
+/// The strided-copy kernel has room for more (one stride set fewer than select).
+pub const MAX_COPY_RANK: usize = 8;
 pub const WORKGROUP: u64 = 256;
 
 /// Push constants being filled slot by slot.
@@ -90,6 +92,11 @@ pub fn broadcast_strides(shape: &[u64], out: &[u64]) -> Result<Vec<i64>> {
 /// Drops size-1 dims and merges neighbouring dims that every operand walks contiguously, so most
 /// elementwise work runs at rank 1. Returns the new dims and each operand's strides.
 pub fn collapse(dims: &[u64], strides: &[Vec<i64>]) -> Result<(Vec<u64>, Vec<Vec<i64>>)> {
+    collapse_to(dims, strides, MAX_RANK)
+}
+
+/// `collapse` with a kernel-specific rank limit.
+pub fn collapse_to(dims: &[u64], strides: &[Vec<i64>], max_rank: usize) -> Result<(Vec<u64>, Vec<Vec<i64>>)> {
     let mut out_dims: Vec<u64> = Vec::with_capacity(dims.len());
     let mut out_strides: Vec<Vec<i64>> = vec![Vec::with_capacity(dims.len()); strides.len()];
     for d in 0..dims.len() {
@@ -119,9 +126,9 @@ pub fn collapse(dims: &[u64], strides: &[Vec<i64>]) -> Result<(Vec<u64>, Vec<Vec
             o.push(0);
         }
     }
-    if out_dims.len() > MAX_RANK {
+    if out_dims.len() > max_rank {
         return Err(unsupported!(
-            "rank {} after collapsing dims exceeds the kernels' limit of {MAX_RANK}",
+            "rank {} after collapsing dims exceeds the kernel's limit of {max_rank}",
             out_dims.len()
         ));
     }
