@@ -51,6 +51,22 @@ W apply(W a) {
 #else
 W round_half_away(W a) { return sign(a) * floor(abs(a) + W(0.5)); }
 
+#ifndef MATH64
+// erf without f64: the same series / continued fraction in the compute type (f32 accuracy).
+W erf64_missing(W x) {
+  W ax = abs(x);
+  if (ax < W(2.5)) {
+    W z = x * x, term = x, sum = x;
+    for (int n = 1; n < 40; ++n) { term *= -z / W(n); sum += term / W(2 * n + 1); }
+    return W(1.1283791670955126) * sum;
+  }
+  W f = ax;
+  for (int k = 40; k >= 1; --k) f = ax + (W(k) * W(0.5)) / f;
+  W r = W(1) - exp(-ax * ax) * W(0.5641895835477563) / f;
+  return x < W(0) ? -r : r;
+}
+#endif
+
 W apply(W a) {
   switch (OP) {
     case 0: return -a;                                  // negate
@@ -80,6 +96,8 @@ W apply(W a) {
     case 27: return acosh64(a);
     case 28: return atanh64(a);
     case 29: return cbrt64(a);
+    case 30: return erf64(a);
+    case 31: return erfc64(a);
 #else
     case 6: return exp(a);
     case 7: return abs(a) < W(1e-5) ? a + W(0.5) * a * a : exp(a) - W(1);
@@ -101,6 +119,8 @@ W apply(W a) {
     case 27: return acosh(a);
     case 28: return atanh(a);
     case 29: return sign(a) * pow(abs(a), W(1.0 / 3.0));
+    case 30: return W(erf64_missing(a));
+    case 31: return W(1) - W(erf64_missing(a));
 #endif
     default: return a;
   }

@@ -7,11 +7,12 @@ use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
 /// Unary op codes: the index is the `case` in shaders/unary.comp. Which ops a dtype has: floats
-/// 0..=13 and 18..=29, integers 0..=5 and 15..=17.
+/// 0..=13 and 18..=31, integers 0..=5 and 15..=17.
 const UNARY_OPS: &[&str] = &[
     "negate", "abs", "sign", "floor", "ceil", "round", "exp", "expm1", "log", "log1p", "sqrt",
     "rsqrt", "tanh", "sigmoid", "", "bitwise_not", "count_leading_zeros", "population_count",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt",
+    "erf", "erfc",
 ];
 /// Binary arithmetic op codes (shaders/binary.comp without OUT_U8). Floats: 0..=6; integers all
 /// but divide (Nx divides integers as floats).
@@ -53,8 +54,9 @@ pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Res
     }
 }
 
-const FLOAT_UNARY: [u32; 26] = [
+const FLOAT_UNARY: [u32; 28] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+    30, 31,
 ];
 
 fn is_integer(dtype: Dtype) -> bool {
@@ -74,7 +76,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let (code, name) = op_code(env, op, UNARY_OPS)?;
-    if dtype == Dtype::F64 && (18..=29).contains(&code) {
+    if dtype == Dtype::F64 && (18..=31).contains(&code) {
         // f32 rounds these once from the f64 routines and matches the BinaryBackend; in f64 they
         // are still a few ulps from libm, so f64 takes the host until they are tighter.
         return Err(unsupported!("f64 {name} on the device is not yet within libm's last digit"));
