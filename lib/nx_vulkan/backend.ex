@@ -614,6 +614,20 @@ defmodule Nx.Vulkan.Backend do
     |> cast(out_type)
   end
 
+  # real/imag of complex tensors are strided views of their float halves.
+  @impl true
+  def real(out, %T{type: {:c, _}} = t), do: complex_part(out, t, 0, :real)
+  def real(out, t), do: cast(t, out.type) |> then(&%{out | data: &1.data})
+
+  @impl true
+  def imag(out, %T{type: {:c, _}} = t), do: complex_part(out, t, 1, :imag)
+  def imag(out, _t), do: constant(out, 0, [])
+
+  defp complex_part(out, %T{shape: shape} = t, offset, op) do
+    strides = shape |> contiguous_strides() |> Tuple.to_list() |> Enum.map(&(&1 * 2))
+    view(out, t, offset, strides) || fallback(op, [out, t])
+  end
+
   @impl true
   def is_nan(out, t), do: classify(:is_nan, out, t)
 
@@ -795,7 +809,7 @@ defmodule Nx.Vulkan.Backend do
        [:abs, :bitwise_not, :ceil, :conjugate, :floor, :negate, :round, :sign] ++
        [:count_leading_zeros, :population_count, :real, :imag])
     |> Enum.uniq()
-    |> Kernel.--(device_unary)
+    |> Kernel.--(device_unary ++ [:real, :imag])
 
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++

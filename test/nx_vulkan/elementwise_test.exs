@@ -154,7 +154,11 @@ defmodule Nx.Vulkan.ElementwiseTest do
       t = random({400}, :f32, 4.0, 71)
       assert_device(&Nx.erf/1, [t], rtol: 2.0e-7, atol: 1.0e-30)
       assert_device(&Nx.erfc/1, [t], rtol: 2.0e-7, atol: 1.0e-30)
-      assert_device(&Nx.erfc/1, [dev([5.0, 9.0, -3.0, 0.0, 2.4999, 2.5001])], rtol: 1.0e-6, atol: 1.0e-40)
+
+      assert_device(&Nx.erfc/1, [dev([5.0, 9.0, -3.0, 0.0, 2.4999, 2.5001])],
+        rtol: 1.0e-6,
+        atol: 1.0e-40
+      )
     end
 
     test "f64 trigonometric functions take the counted fallback" do

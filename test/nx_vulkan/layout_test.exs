@@ -184,3 +184,21 @@ defmodule Nx.Vulkan.ConstantCacheTest do
            ) == <<3::64-native>>
   end
 end
+
+defmodule Nx.Vulkan.ComplexPartsTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "real and imag of complex tensors are strided views" do
+    c = Nx.tensor([Complex.new(1, 2), Complex.new(-3, 4.5)], backend: Nx.Vulkan.Backend)
+    assert_device(&Nx.real/1, [c])
+    assert_device(&Nx.imag/1, [c])
+
+    c128 =
+      Nx.as_type(Nx.backend_copy(c, Nx.BinaryBackend), :c128)
+      |> Nx.backend_transfer(Nx.Vulkan.Backend)
+
+    assert_device(&Nx.imag/1, [c128])
+    assert_device(&Nx.real/1, [dev([1.5, 2.5])])
+    assert_device(&Nx.imag/1, [dev([1, 2], type: :s32)])
+  end
+end
