@@ -555,6 +555,30 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  for {op, min?} <- [window_scatter_max: false, window_scatter_min: true] do
+    @impl true
+    def unquote(op)(%T{type: type} = out, t, source, init_value, window, opts) do
+      t = cast(t, type)
+      source = cast(source, type)
+      init_value = cast(init_value, type)
+      pad_low = Enum.map(opts[:padding], &elem(&1, 0))
+
+      Native.window_scatter(
+        unquote(min?),
+        type,
+        ref!(t),
+        shape_list(t),
+        ref!(source),
+        shape_list(source),
+        ref!(init_value),
+        Tuple.to_list(window),
+        opts[:strides],
+        pad_low
+      )
+      |> result(out, unquote(op), [out, t, source, init_value, window, opts])
+    end
+  end
+
   # all/any: a comparison with zero (NaN counts as true), then min/max over the same axes, in u8.
   @impl true
   def all(out, t, opts), do: logical_reduce(:reduce_min, out, t, opts)
@@ -814,7 +838,6 @@ defmodule Nx.Vulkan.Backend do
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++
       [reduce: 5, window_reduce: 6] ++
-      [window_scatter_max: 6, window_scatter_min: 6] ++
       [fft: 3, ifft: 3]
 
   for {op, arity} <- host_ops do

@@ -70,6 +70,21 @@ defmodule Nx.Vulkan.Native do
     do: nif_error()
 
   def sort(_type, _x, _shape, _axis, _desc, _indices, _index_bytes), do: nif_error()
+
+  def window_scatter(
+        _min,
+        _type,
+        _x,
+        _shape,
+        _source,
+        _source_shape,
+        _init,
+        _window,
+        _strides,
+        _pad_low
+      ),
+      do: nif_error()
+
   def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
 
   def triangular_solve(_type, _a, _b, _n, _cols, _batches, _backward, _a_strides, _b_strides),

@@ -251,3 +251,36 @@ defmodule Nx.Vulkan.ConvTest do
     assert_device(&Nx.conv(&1, &2, opts), [nhwc, hwio], @tol)
   end
 end
+
+defmodule Nx.Vulkan.WindowScatterTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  test "window_scatter_max/min with ties, strides and padding" do
+    t =
+      dev([[7, 2, 5, 3, 10, 2], [3, 8, 9, 3, 4, 2], [1, 5, 7, 5, 6, 1], [0, 6, 2, 7, 2, 8]],
+        type: :f32
+      )
+
+    src = dev([[2, 6], [3, 1]], type: :f32)
+
+    for op <- [:window_scatter_max, :window_scatter_min] do
+      assert_device(&apply(Nx, op, [&1, &2, &3, {2, 3}, [strides: [2, 3]]]), [t, src, dev(0.0)])
+    end
+
+    ties = dev([[1, 1, 1], [1, 1, 1], [1, 1, 1]], type: :f32)
+
+    for op <- [:window_scatter_max, :window_scatter_min] do
+      assert_device(&apply(Nx, op, [&1, &2, &3, {2, 2}, [strides: [1, 1]]]), [
+        ties,
+        dev([[1.0, 2.0], [3.0, 4.0]]),
+        dev(0.5)
+      ])
+
+      assert_device(&apply(Nx, op, [&1, &2, &3, {2, 2}, [strides: [2, 2], padding: :same]]), [
+        ties,
+        dev([[1.0, 2.0], [3.0, 4.0]]),
+        dev(0.0)
+      ])
+    end
+  end
+end

@@ -34,9 +34,7 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:sin, 1} => "sin: f64 sin on the device is not yet within libm's last digit",
       {:sinh, 1} => "sinh: f64 sinh on the device is not yet within libm's last digit",
       {:tan, 1} => "tan: f64 tan on the device is not yet within libm's last digit",
-      {:window_reduce, 5} => "window_reduce: no device kernel yet",
-      {:window_scatter_max, 5} => "window_scatter_max: no device kernel yet",
-      {:window_scatter_min, 5} => "window_scatter_min: no device kernel yet"
+      {:window_reduce, 5} => "window_reduce: no device kernel yet"
     },
     Nx.LinAlg => %{
       {:adjoint, 1} => "conjugate: no device kernel yet",

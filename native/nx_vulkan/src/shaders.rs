@@ -207,6 +207,18 @@ kernels! {
     trisolve_f64 => "shaders/trisolve.comp", "T" = "double", "W" = "double";
     trisolve_f16 => "shaders/trisolve.comp", "T" = "float16_t", "W" = "float";
 
+    window_scatter_f32 => "shaders/window_scatter.comp", "T" = "float", "W" = "float";
+    window_scatter_f64 => "shaders/window_scatter.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    window_scatter_f16 => "shaders/window_scatter.comp", "T" = "float16_t", "W" = "float";
+    window_scatter_s8 => "shaders/window_scatter.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    window_scatter_s16 => "shaders/window_scatter.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    window_scatter_s32 => "shaders/window_scatter.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    window_scatter_s64 => "shaders/window_scatter.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    window_scatter_u8 => "shaders/window_scatter.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    window_scatter_u16 => "shaders/window_scatter.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    window_scatter_u32 => "shaders/window_scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    window_scatter_u64 => "shaders/window_scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -231,6 +243,7 @@ pub enum Family {
     Sort,
     Scatter,
     TriSolve,
+    WindowScatter,
 }
 
 /// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
@@ -364,6 +377,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::TriSolve, Dtype::F32) => Some(if precise { trisolve_f32p } else { trisolve_f32 }),
         (Family::TriSolve, Dtype::F64) => Some(trisolve_f64),
         (Family::TriSolve, Dtype::F16) => Some(trisolve_f16),
+        (Family::WindowScatter, Dtype::F32) => Some(window_scatter_f32),
+        (Family::WindowScatter, Dtype::F64) => Some(window_scatter_f64),
+        (Family::WindowScatter, Dtype::F16) => Some(window_scatter_f16),
+        (Family::WindowScatter, Dtype::S8) => Some(window_scatter_s8),
+        (Family::WindowScatter, Dtype::S16) => Some(window_scatter_s16),
+        (Family::WindowScatter, Dtype::S32) => Some(window_scatter_s32),
+        (Family::WindowScatter, Dtype::S64) => Some(window_scatter_s64),
+        (Family::WindowScatter, Dtype::U8) => Some(window_scatter_u8),
+        (Family::WindowScatter, Dtype::U16) => Some(window_scatter_u16),
+        (Family::WindowScatter, Dtype::U32) => Some(window_scatter_u32),
+        (Family::WindowScatter, Dtype::U64) => Some(window_scatter_u64),
         _ => None,
     }
 }

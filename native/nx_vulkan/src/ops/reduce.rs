@@ -218,3 +218,55 @@ fn sort(dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: usize, desc: bool, in
     dispatch(kernel, spec, &[&x, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
+
+/// window_scatter_max/min: `source` (one value per window) added to `init` at each window's
+/// selected element of `x`; see shaders/window_scatter.comp for the exact rules.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn window_scatter(
+    min: bool,
+    dtype: Dtype,
+    x: BufferRef,
+    shape: Vec<u64>,
+    source: BufferRef,
+    source_shape: Vec<u64>,
+    init: BufferRef,
+    window: Vec<u64>,
+    strides: Vec<u64>,
+    pad_low: Vec<i64>,
+) -> Result<BufferRef> {
+    let what = if min { "window_scatter_min" } else { "window_scatter_max" };
+    let kernel = shaders::numeric(Family::WindowScatter, dtype, false)
+        .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;
+    let rank = shape.len();
+    if [source_shape.len(), window.len(), strides.len(), pad_low.len()].iter().any(|&l| l != rank) {
+        return Err(arg_error!("{what}: every window option needs one entry per axis"));
+    }
+    if rank > MAX_RANK || rank == 0 {
+        return Err(unsupported!("{what} over rank {rank}"));
+    }
+    if pad_low.iter().any(|&p| p < 0) {
+        return Err(unsupported!("{what} with negative padding"));
+    }
+    check_extent(&x, dtype.bytes(), 0, &shape, &contiguous_strides(&shape))?;
+    check_extent(&source, dtype.bytes(), 0, &source_shape, &contiguous_strides(&source_shape))?;
+    check_extent(&init, dtype.bytes(), 0, &[1], &[1])?;
+    let count = element_count(&window);
+    if cpu_device() && count * count * (rank as u64 + 3) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("{what} over windows of {count} elements exceeds what one pass can loop over on a CPU device"));
+    }
+    let n = element_count(&shape);
+    let out = alloc(n * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, rank as u64)?;
+    for d in 0..rank {
+        push.set(2 + 5 * d, shape[d])?;
+        push.set(3 + 5 * d, source_shape[d])?;
+        push.set(4 + 5 * d, window[d])?;
+        push.set(5 + 5 * d, strides[d])?;
+        push.set(6 + 5 * d, pad_low[d] as u64)?;
+    }
+    dispatch(kernel, min as u32, &[&x, &source, &init, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
