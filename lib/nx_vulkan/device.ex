@@ -51,22 +51,28 @@ defmodule Nx.Vulkan.Device do
   otherwise; fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
   polling takes a core from the driver's worker threads); `:software` devices take the kernel
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
-  measure about 10x faster on lavapipe. Called at application start.
+  measure about 10x faster on lavapipe; GPUs submit early (`NXV_EARLY_SUBMIT`, `0`/`1`): once
+  16 commands are recorded and the GPU is idle, they go to the GPU while the BEAM records the
+  rest (at most two submissions in flight). Called at application start.
   """
   def configure! do
     info = info()
     class = class()
 
-    precise =
-      case System.get_env("NXV_PRECISE") do
-        value when value in [nil, ""] -> info.float64 and class in [:software, :discrete_large]
-        "0" -> false
-        "1" -> true
-        other -> raise ArgumentError, "NXV_PRECISE must be 0 or 1, got: #{inspect(other)}"
-      end
+    precise = flag!("NXV_PRECISE", info.float64 and class in [:software, :discrete_large])
 
     spin_us = if class == :software, do: 0, else: 200
-    Native.configure(precise, spin_us, class == :software) |> Native.unwrap!()
+    early = flag!("NXV_EARLY_SUBMIT", class != :software)
+    Native.configure(precise, spin_us, class == :software, early) |> Native.unwrap!()
+  end
+
+  defp flag!(name, default) do
+    case System.get_env(name) do
+      value when value in [nil, ""] -> default
+      "0" -> false
+      "1" -> true
+      other -> raise ArgumentError, "#{name} must be 0 or 1, got: #{inspect(other)}"
+    end
   end
 
   @doc false

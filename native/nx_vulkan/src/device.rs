@@ -77,14 +77,15 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math computes in f64
 /// (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
-/// CPU (kernel variants without barriers).
+/// CPU (kernel variants without barriers), and whether to submit early (see queue.rs).
 #[rustler::nif]
-fn configure(precise_f32: bool, fence_spin_us: u64, cpu_device: bool) -> Result<rustler::Atom> {
+fn configure(precise_f32: bool, fence_spin_us: u64, cpu_device: bool, early_submit: bool) -> Result<rustler::Atom> {
     if precise_f32 && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
     }
     crate::ops::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::ops::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
+    queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
 }
@@ -117,6 +118,8 @@ fn stats(env: Env) -> Term {
             ("precise_f32", crate::ops::precise_f32().encode(env)),
             ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::ops::cpu_device().encode(env)),
+            ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
+            ("early_submissions", load(&STATS.early_submissions)),
             ("recorded", load(&STATS.recorded)),
             ("barriers", load(&STATS.barriers)),
             ("submissions", load(&STATS.submissions)),

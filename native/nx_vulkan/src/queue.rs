@@ -97,6 +97,8 @@ static DRAIN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 pub struct Stats {
     pub recorded: AtomicU64,
+    /// Submissions made early, while the GPU was idle and the BEAM still recording.
+    pub early_submissions: AtomicU64,
     pub barriers: AtomicU64,
     pub submissions: AtomicU64,
     pub flushes: [AtomicU64; FLUSH_REASONS],
@@ -111,6 +113,7 @@ pub struct Stats {
 
 pub static STATS: Stats = Stats {
     recorded: AtomicU64::new(0),
+    early_submissions: AtomicU64::new(0),
     barriers: AtomicU64::new(0),
     submissions: AtomicU64::new(0),
     flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
@@ -178,7 +181,7 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
             Control::Flush(reason, reply) => {
                 STATS.flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
-                recorder.guarded(|r| r.submit());
+                recorder.guarded(|r| r.submit(true));
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
             }
         }
@@ -199,12 +202,32 @@ struct OpenBatch {
 #[derive(Default)]
 struct Recorder {
     open: Option<OpenBatch>,
+    /// Submitted command buffers not yet known to be done, oldest first (at most MAX_IN_FLIGHT).
+    in_flight: std::collections::VecDeque<InFlight>,
     /// The first failure since the last flush, reported by that flush.
     error: Option<Error>,
-    fence: Option<Arc<Fence>>,
-    /// Two timestamp queries, reused by every submission (each is waited on before the next).
-    timestamps: Option<Arc<QueryPool>>,
+    /// Fences and timestamp query pools of retired submissions, for reuse.
+    free_fences: Vec<Arc<Fence>>,
+    free_timestamps: Vec<Arc<QueryPool>>,
 }
+
+/// A submitted command buffer and everything it uses, kept until its fence signals.
+struct InFlight {
+    fence: Arc<Fence>,
+    _cb: CommandBuffer,
+    commands: Vec<Command>,
+    timestamps: Option<Arc<QueryPool>>,
+    submitted: Instant,
+}
+
+/// Submissions allowed on the GPU at once: one running while the next is recorded.
+const MAX_IN_FLIGHT: usize = 2;
+/// With early submission on, an open command buffer holding this many commands is submitted
+/// as soon as the GPU has nothing in flight, so it starts while the BEAM records the rest.
+const EARLY_SUBMIT_MIN: usize = 16;
+/// Early submission policy (set from the device class: on for GPUs, off for CPU devices, where
+/// the GPU thread and the driver's workers compete with the BEAM for the same cores).
+pub static EARLY_SUBMIT: AtomicBool = AtomicBool::new(false);
 
 /// Buffers touched since the last barrier, by handle.
 #[derive(Default)]
@@ -362,8 +385,15 @@ impl Recorder {
             let full = self.open.as_ref().is_some_and(|b| b.commands.len() >= batch_max());
             if full {
                 STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
-                self.guarded(|r| r.submit());
+                self.guarded(|r| r.submit(false));
             }
+        }
+        let early = EARLY_SUBMIT.load(Ordering::Relaxed)
+            && self.in_flight.is_empty()
+            && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN);
+        if early {
+            STATS.early_submissions.fetch_add(1, Ordering::Relaxed);
+            self.guarded(|r| r.submit(false));
         }
     }
 
@@ -390,6 +420,9 @@ impl Recorder {
         } else {
             None
         };
+        // Order this command buffer after whatever earlier submissions wrote: a barrier applies
+        // to all prior commands on the queue, and one may still be running.
+        unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
@@ -435,89 +468,116 @@ impl Recorder {
         Ok(())
     }
 
-    /// Ends, submits and waits for the open command buffer, if any.
-    fn submit(&mut self) -> Result<()> {
-        let Some(mut batch) = self.open.take() else { return Ok(()) };
-        let c = ctx()?;
-        let started = Instant::now();
-        unsafe {
-            // Make every write visible to the host (downloads read staging buffers after the fence).
-            batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
-            if let Some(pool) = &batch.timestamps {
-                batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
+    /// Ends and submits the open command buffer, if any, keeping at most MAX_IN_FLIGHT
+    /// submissions on the GPU; with `wait`, waits until everything submitted is done.
+    fn submit(&mut self, wait: bool) -> Result<()> {
+        if let Some(mut batch) = self.open.take() {
+            let c = ctx()?;
+            let started = Instant::now();
+            unsafe {
+                // Make every write visible to the host (downloads read staging buffers after the fence).
+                batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
+                if let Some(pool) = &batch.timestamps {
+                    batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
+                }
+            }
+            let cb: CommandBuffer =
+                unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
+            STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
+            STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
+            while self.in_flight.len() >= MAX_IN_FLIGHT {
+                self.retire_oldest()?;
+            }
+            let fence = self.fence()?;
+            let cb_handles = [cb.handle()];
+            let submit = vk::SubmitInfo::default().command_buffers(&cb_handles);
+            let status = c.queue.with(|_guard| unsafe {
+                (c.device.fns().v1_0.queue_submit)(c.queue.handle(), 1, &submit, fence.handle())
+            });
+            if status != vk::Result::SUCCESS {
+                self.free_fences.push(fence);
+                return Err(Error::Vulkan(format!("vkQueueSubmit failed: {status:?}")));
+            }
+            STATS.submissions.fetch_add(1, Ordering::Relaxed);
+            let submitted = Instant::now();
+            STATS
+                .submit_ns
+                .fetch_add((submitted - started).as_nanos() as u64, Ordering::Relaxed);
+            self.in_flight.push_back(InFlight {
+                fence,
+                _cb: cb,
+                commands: batch.commands,
+                timestamps: batch.timestamps,
+                submitted,
+            });
+        }
+        if wait {
+            while !self.in_flight.is_empty() {
+                self.retire_oldest()?;
             }
         }
-        let cb: CommandBuffer =
-            unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-        STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
-        STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
+        Ok(())
+    }
 
-        let fence = self.fence()?;
-        let cb_handles = [cb.handle()];
-        let submit = vk::SubmitInfo::default().command_buffers(&cb_handles);
-        let status = c.queue.with(|_guard| unsafe {
-            (c.device.fns().v1_0.queue_submit)(c.queue.handle(), 1, &submit, fence.handle())
-        });
-        if status != vk::Result::SUCCESS {
-            return Err(Error::Vulkan(format!("vkQueueSubmit failed: {status:?}")));
-        }
-        STATS.submissions.fetch_add(1, Ordering::Relaxed);
-        let submitted = Instant::now();
-        STATS
-            .submit_ns
-            .fetch_add((submitted - started).as_nanos() as u64, Ordering::Relaxed);
-        // Spin briefly first: a blocking wait costs ~25 us more than polling on real GPUs.
-        let spin_until = submitted + Duration::from_micros(FENCE_SPIN_US.load(Ordering::Relaxed));
-        while !fence
+    /// Waits for the oldest submission (polling briefly first: a blocking wait costs ~25 us more
+    /// than polling on real GPUs), then releases what it used.
+    fn retire_oldest(&mut self) -> Result<()> {
+        let Some(done) = self.in_flight.pop_front() else { return Ok(()) };
+        let c = ctx()?;
+        let waiting = Instant::now();
+        let spin_until = waiting + Duration::from_micros(FENCE_SPIN_US.load(Ordering::Relaxed));
+        while !done
+            .fence
             .is_signaled()
             .map_err(|e| Error::vulkan("waiting on a fence", e))?
         {
             if Instant::now() > spin_until {
-                fence
+                done.fence
                     .wait(None)
                     .map_err(|e| Error::vulkan("waiting on a fence", e))?;
                 break;
             }
             std::hint::spin_loop();
         }
-        unsafe { fence.reset() }.map_err(|e| Error::vulkan("resetting a fence", e))?;
         STATS
             .wait_ns
-            .fetch_add(submitted.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        if let Some(pool) = &batch.timestamps {
+            .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        unsafe { done.fence.reset() }.map_err(|e| Error::vulkan("resetting a fence", e))?;
+        if let Some(pool) = &done.timestamps {
             let mut ticks = [0u64; 2];
             pool.get_results(0..2, &mut ticks, QueryResultFlags::WAIT)
                 .map_err(|e| Error::vulkan("reading timestamps", e))?;
             let ns = ticks[1].saturating_sub(ticks[0]) as f64 * c.info.timestamp_period as f64;
             STATS.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
+            self.free_timestamps.push(pool.clone());
         }
+        let _ = done.submitted;
+        self.free_fences.push(done.fence.clone());
         // Dropping the commands now, after the fence, releases the buffers they kept alive.
-        drop(batch.commands);
-        drop(cb);
+        drop(done.commands);
         Ok(())
     }
 
     fn fence(&mut self) -> Result<Arc<Fence>> {
-        if self.fence.is_none() {
-            let fence = Fence::new(ctx()?.device.clone(), FenceCreateInfo::default())
-                .map_err(|e| Error::vulkan("creating a fence", e))?;
-            self.fence = Some(Arc::new(fence));
+        if let Some(fence) = self.free_fences.pop() {
+            return Ok(fence);
         }
-        Ok(self.fence.clone().unwrap())
+        let fence = Fence::new(ctx()?.device.clone(), FenceCreateInfo::default())
+            .map_err(|e| Error::vulkan("creating a fence", e))?;
+        Ok(Arc::new(fence))
     }
 
     fn timestamp_pool(&mut self) -> Result<Arc<QueryPool>> {
-        if self.timestamps.is_none() {
-            let pool = QueryPool::new(
-                ctx()?.device.clone(),
-                QueryPoolCreateInfo {
-                    query_count: 2,
-                    ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
-                },
-            )
-            .map_err(|e| Error::vulkan("creating timestamp queries", e))?;
-            self.timestamps = Some(pool);
+        if let Some(pool) = self.free_timestamps.pop() {
+            return Ok(pool);
         }
-        Ok(self.timestamps.clone().unwrap())
+        QueryPool::new(
+            ctx()?.device.clone(),
+            QueryPoolCreateInfo {
+                query_count: 2,
+                ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
+            },
+        )
+        .map_err(|e| Error::vulkan("creating timestamp queries", e))
     }
 }
