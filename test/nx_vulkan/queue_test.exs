@@ -24,7 +24,8 @@ defmodule Nx.Vulkan.QueueTest do
     unless mid.early_submit, do: assert(mid.submissions == before.submissions)
     _ = Nx.to_binary(r)
     after_download = Nx.Vulkan.stats()
-    assert after_download.submissions == before.submissions + 1
+    submitted = after_download.submissions - before.submissions
+    if after_download.early_submit, do: assert(submitted in 1..3), else: assert(submitted == 1)
     assert after_download.flushes.download == before.flushes.download + 1
     assert after_download.recorded >= before.recorded + 30
   end
