@@ -51,9 +51,10 @@ defmodule Nx.Vulkan.Device do
   otherwise; fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
   polling takes a core from the driver's worker threads); `:software` devices take the kernel
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
-  measure about 10x faster on lavapipe; GPUs submit early (`NXV_EARLY_SUBMIT`, `0`/`1`): once
-  16 commands are recorded and the GPU is idle, they go to the GPU while the BEAM records the
-  rest (at most two submissions in flight). Called at application start.
+  measure about 10x faster on lavapipe. `NXV_EARLY_SUBMIT=1` submits early: once 16 commands
+  are recorded and the GPU is idle, they go to the GPU while the BEAM records the rest (off by
+  default: it measured slower on the H200). Submissions triggered by the cap never wait for the
+  GPU: up to two are in flight. Called at application start.
   """
   def configure! do
     info = info()
@@ -62,7 +63,8 @@ defmodule Nx.Vulkan.Device do
     precise = flag!("NXV_PRECISE", info.float64 and class in [:software, :discrete_large])
 
     spin_us = if class == :software, do: 0, else: 200
-    early = flag!("NXV_EARLY_SUBMIT", class != :software)
+    # Off by default: on the H200 it measured 0.52 vs 0.40 ms per MNIST step (b368ab7).
+    early = flag!("NXV_EARLY_SUBMIT", false)
     Native.configure(precise, spin_us, class == :software, early) |> Native.unwrap!()
   end
 

@@ -225,8 +225,9 @@ const MAX_IN_FLIGHT: usize = 2;
 /// With early submission on, an open command buffer holding this many commands is submitted
 /// as soon as the GPU has nothing in flight, so it starts while the BEAM records the rest.
 const EARLY_SUBMIT_MIN: usize = 16;
-/// Early submission policy (set from the device class: on for GPUs, off for CPU devices, where
-/// the GPU thread and the driver's workers compete with the BEAM for the same cores).
+/// Early submission policy (NXV_EARLY_SUBMIT; off by default: on the H200 it measured 0.52 vs
+/// 0.40 ms per MNIST step, while cap-triggered submissions that do not wait made cap 16 the
+/// fastest setting).
 pub static EARLY_SUBMIT: AtomicBool = AtomicBool::new(false);
 
 /// Buffers touched since the last barrier, by handle.
