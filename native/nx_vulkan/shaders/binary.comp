@@ -144,6 +144,9 @@ void main() {
   uint n = pc[0];
   uint rank = pc[1];
   uint i = element_index();
+#if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
+  load_math_tables();
+#endif
   if (i >= n) return;
   int ao = int(pc[2]), bo = int(pc[3]);
   uint rest = i;

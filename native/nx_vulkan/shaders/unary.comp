@@ -130,5 +130,8 @@ W apply(W a) {
 void main() {
   uint n = pc[0];
   uint i = element_index();
+#ifdef MATH64
+  load_math_tables();
+#endif
   if (i < n) y[i] = T(apply(W(x[i])));
 }

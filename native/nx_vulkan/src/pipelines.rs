@@ -52,6 +52,10 @@ fn create(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
     if module.specialization_constants().contains_key(&0) {
         spec.insert(0, SpecializationConstant::U32(op));
     }
+    // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
+    if module.specialization_constants().contains_key(&1) {
+        spec.insert(1, SpecializationConstant::Bool(!crate::ops::cpu_device()));
+    }
     let entry = module
         .specialize(spec)
         .map_err(|e| Error::vulkan(&format!("specializing {}", kernel.name), e))?
