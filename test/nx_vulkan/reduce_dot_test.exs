@@ -33,6 +33,18 @@ defmodule Nx.Vulkan.ReduceDotTest do
       assert_device(&Nx.reduce_max(&1, axes: [1]), [random({70_000, 3}, :f32, 1.0, 6)])
     end
 
+    test "long reductions to few outputs split in two passes, every dtype path" do
+      big = random({3, 100_003}, :f32, 1.0, 8)
+      # Two passes, partials in f64 under precise f32: still the BinaryBackend's sum, rounded once.
+      assert_device(&Nx.sum(&1, axes: [1]), [big], rtol: 1.0e-6, atol: 1.0e-6)
+      assert_device(&Nx.reduce_min(&1, axes: [1]), [big])
+      assert_device(&Nx.sum/1, [Nx.as_type(big, :f64)], rtol: 1.0e-12, atol: 1.0e-9)
+      assert_device(&Nx.sum(&1, axes: [0]), [Nx.transpose(big)], rtol: 1.0e-6, atol: 1.0e-6)
+      ints = big |> Nx.multiply(100) |> Nx.round() |> Nx.as_type(:s32)
+      assert_device(&Nx.sum(&1, axes: [1]), [ints])
+      assert_device(&Nx.sum/1, [Nx.as_type(big, :f16)], rtol: 1.0e-2, atol: 1.0)
+    end
+
     test "NaN propagates through max and min" do
       t = dev([[1.0, :nan, 3.0], [1.0, 2.0, 3.0]])
       assert_device(&Nx.reduce_max(&1, axes: [1]), [t])

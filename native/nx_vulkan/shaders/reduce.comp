@@ -6,12 +6,24 @@
 // type, which gives Nx's modular sums), IS_INT. Specialization: constant 0 = op (0 sum,
 // 1 product, 2 max, 3 min). Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
 // Push: pc[0] outputs, pc[1] reduced count, pc[2] kept rank, pc[3] reduced rank, pc[4] in offset,
-//       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides.
+//       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides,
+//       pc[29] total reduced length and pc[30] chunks in a split reduction's first pass (else 0).
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
+// Split reductions (see ops/reduce.rs) pass partials between their two passes in ACC.
+#ifdef IN_ACC
+layout(set = 0, binding = 0) readonly buffer X { ACC x[]; };
+#else
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+#endif
+#ifdef OUT_ACC
+layout(set = 0, binding = 1) writeonly buffer Y { ACC y[]; };
+#define STORE(v) (v)
+#else
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+#define STORE(v) T(v)
+#endif
 shared ACC partial[WG];
 
 #include "reduce_ops.glsl"
@@ -24,8 +36,12 @@ void main() {
   uint o = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (o >= n_out) return;
   uint base = strided(o, kept_rank, 5, 11, pc[4]);
+  // First pass of a split reduction: the innermost kept dim is the chunk (pc[30] chunks), and
+  // the last chunk stops at the reduced length pc[29].
+  uint limit = n_red;
+  if (pc[29] != 0u) limit = min(n_red, pc[29] - (o % pc[30]) * n_red);
   ACC acc = identity();
-  for (uint r = lid; r < n_red; r += WG) {
+  for (uint r = lid; r < limit; r += WG) {
     acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
   }
   partial[lid] = acc;
@@ -34,5 +50,5 @@ void main() {
     if (lid < s) partial[lid] = combine(partial[lid], partial[lid + s]);
     barrier();
   }
-  if (lid == 0) y[o] = T(partial[0]);
+  if (lid == 0) y[o] = STORE(partial[0]);
 }

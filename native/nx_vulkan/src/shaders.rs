@@ -219,6 +219,13 @@ kernels! {
     window_scatter_u32 => "shaders/window_scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     window_scatter_u64 => "shaders/window_scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
+    reduce_out_acc_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double", "OUT_ACC" = "1";
+    reduce_in_acc_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double", "IN_ACC" = "1";
+    reduce_out_acc_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float", "OUT_ACC" = "1";
+    reduce_in_acc_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float", "IN_ACC" = "1";
+    reduce_out_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "OUT_ACC" = "1";
+    reduce_in_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "IN_ACC" = "1";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";
@@ -406,6 +413,18 @@ pub fn iota(dtype: Dtype) -> Option<Kernel> {
         Dtype::U16 => Some(iota_u16),
         Dtype::U32 => Some(iota_u32),
         Dtype::U64 => Some(iota_u64),
+        _ => None,
+    }
+}
+
+/// The passes of a split reduction for `dtype` whose accumulator differs from its storage type
+/// (precise f32, f16): (first pass writing ACC partials, second pass reading them). Other dtypes
+/// use the plain reduce variant for both passes.
+pub fn split_reduce(dtype: Dtype, precise: bool) -> Option<(Kernel, Kernel)> {
+    match (dtype, precise) {
+        (Dtype::F32, true) => Some((reduce_out_acc_f32p, reduce_in_acc_f32p)),
+        (Dtype::F16, true) => Some((reduce_out_acc_f16p, reduce_in_acc_f16p)),
+        (Dtype::F16, false) => Some((reduce_out_acc_f16, reduce_in_acc_f16)),
         _ => None,
     }
 }

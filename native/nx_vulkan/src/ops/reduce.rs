@@ -9,6 +9,63 @@ use rustler::{Atom, Env};
 const REDUCE_OPS: &[&str] = &["sum", "product", "reduce_max", "reduce_min"];
 /// Reductions up to this many elements per output fold serially on GPUs too.
 const SERIAL_REDUCTION_MAX: u64 = 64;
+/// Split reductions: at least this many elements per output, at most this many outputs, in
+/// chunks of SPLIT_CHUNK elements per first-pass workgroup.
+const SPLIT_MIN: u64 = 65536;
+const SPLIT_MAX_OUTPUTS: u64 = 4096;
+const SPLIT_CHUNK: u64 = 4096;
+
+/// Two passes: each (output, chunk) pair reduces SPLIT_CHUNK elements into a partial (kept in
+/// the accumulator type), then each output reduces its partials. The order depends only on the
+/// shape, so results stay identical across runs and batch caps.
+fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Layout) -> Result<BufferRef> {
+    let precise = precise_f32();
+    let (first, second, acc_bytes) = match shaders::split_reduce(dtype, precise) {
+        Some((first, second)) => (first, second, if precise { 8 } else { 4 }),
+        None => {
+            let k = shaders::numeric(Family::Reduce, dtype, precise)
+                .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+            (k, k, dtype.bytes())
+        }
+    };
+    let chunks = layout.n_red.div_ceil(SPLIT_CHUNK);
+    let red_stride = layout.red_strides[0];
+    let (mut kept_dims, mut kept_strides) = if layout.n_out == 1 {
+        (vec![], vec![])
+    } else {
+        (layout.kept_dims.clone(), layout.kept_strides.clone())
+    };
+    kept_dims.push(chunks);
+    kept_strides.push(SPLIT_CHUNK as i64 * red_stride);
+    let partials = alloc(layout.n_out * chunks * acc_bytes)?;
+    let mut push = Push::new();
+    push.set(0, layout.n_out * chunks)?;
+    push.set(1, SPLIT_CHUNK)?;
+    push.set(2, kept_dims.len() as u64)?;
+    push.set(3, 1)?;
+    push.set(4, 0)?;
+    push.set_dims(5, &kept_dims)?;
+    push.set_strides(11, &kept_strides)?;
+    push.set_dims(17, &[SPLIT_CHUNK])?;
+    push.set_strides(23, &[red_stride])?;
+    push.set(29, layout.n_red)?;
+    push.set(30, chunks)?;
+    dispatch(first, code, &[x, &partials], push, grid(layout.n_out * chunks))?;
+
+    let out = alloc(layout.n_out * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, layout.n_out)?;
+    push.set(1, chunks)?;
+    push.set(2, 1)?;
+    push.set(3, 1)?;
+    push.set(4, 0)?;
+    push.set_dims(5, &[layout.n_out])?;
+    push.set_strides(11, &[chunks as i64])?;
+    push.set_dims(17, &[chunks])?;
+    push.set_strides(23, &[1])?;
+    dispatch(second, code, &[&partials, &out], push, grid(layout.n_out))?;
+    Ok(out)
+}
 
 /// Where a reduction's elements are: outputs walk the kept axes, each output walks the reduced
 /// axes (both collapsed), as the reduce kernels' push constants lay them out.
@@ -103,13 +160,18 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
     let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
     let layout = Layout::of(&x, dtype, &shape, &axes)?;
     // Short reductions fold serially, one invocation per output; long ones use a workgroup per
-    // output and a tree in shared memory. CPU devices prefer serial (no barriers) up to the point
+    // output and a tree in shared memory; long ones to few outputs split in two passes so that
+    // many workgroups share each output. CPU devices prefer serial (no barriers) up to the point
     // where lavapipe's loop limiter would cut the loop short (see LAVAPIPE_LOOP_BUDGET).
     let serial = if cpu_device() {
         layout.n_red * (shape.len() as u64 + 2) <= LAVAPIPE_LOOP_BUDGET
     } else {
         layout.n_red <= SERIAL_REDUCTION_MAX
     };
+    let splittable = layout.red_dims.len() == 1 && layout.kept_dims.len() < MAX_RANK;
+    if !serial && splittable && layout.n_red >= SPLIT_MIN && layout.n_out <= SPLIT_MAX_OUTPUTS {
+        return split_reduce(code, name, dtype, &x, &layout);
+    }
     if cpu_device() && !serial && layout.n_red.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
         return Err(unsupported!(
             "{name} of {} elements per output exceeds what one pass can loop over on a CPU device",
