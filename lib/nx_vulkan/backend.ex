@@ -17,8 +17,9 @@ defmodule Nx.Vulkan.Backend do
     * Integer division by zero (`quotient`, `remainder`) gives 0; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
       available). The README lists them.
-    * `backend_deallocate/1` returns `:ok` and the memory is released when the tensor is garbage
-      collected (and its pending work is done).
+    * `backend_deallocate/1` frees the device memory at once; using the tensor (or a reshape or
+      bitcast of it) afterwards raises `ArgumentError`. Otherwise memory returns to the pool when
+      the tensor is garbage collected.
 
   ## Options
 
@@ -156,8 +157,10 @@ defmodule Nx.Vulkan.Backend do
   def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
   def backend_transfer(%T{} = t, backend, opts), do: backend_copy(t, backend, opts)
 
+  # Frees the device memory now (back to the pool; work already queued is unaffected). Views of
+  # the same buffer (reshape, squeeze, bitcast) go with it; cached constants are never freed.
   @impl true
-  def backend_deallocate(%T{}), do: :ok
+  def backend_deallocate(%T{data: %__MODULE__{ref: ref}}), do: Native.deallocate(ref)
 
   @impl true
   def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = t, opts) do

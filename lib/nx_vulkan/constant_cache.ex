@@ -19,6 +19,8 @@ defmodule Nx.Vulkan.ConstantCache do
 
   def put(key, elements, data) do
     if elements <= @max_elements and :ets.info(@table, :size) < @max_entries do
+      # Shared from now on: a user's backend_deallocate/1 must not free it under the others.
+      Nx.Vulkan.Native.pin(data.ref)
       :ets.insert(@table, {key, data})
     end
 

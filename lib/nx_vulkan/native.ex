@@ -31,6 +31,8 @@ defmodule Nx.Vulkan.Native do
   def upload(_binary), do: nif_error()
   def download(_buffer, _bytes), do: nif_error()
   def byte_size(_buffer), do: nif_error()
+  def deallocate(_buffer), do: nif_error()
+  def pin(_buffer), do: nif_error()
 
   # device.rs
   def device_info, do: nif_error()

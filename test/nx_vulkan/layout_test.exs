@@ -93,6 +93,25 @@ defmodule Nx.Vulkan.LayoutTest do
     assert Nx.backend_deallocate(copy) == :ok
   end
 
+  test "backend_deallocate frees at once; later use raises; queued work is unaffected" do
+    t = random({1000}, :f32, 1.0, 81)
+    pending = Nx.exp(t)
+    assert Nx.backend_deallocate(t) == :ok
+    assert Nx.backend_deallocate(t) == :already_deallocated
+    assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.add(t, 1.0) end
+    assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.to_binary(Nx.reshape(t, {10, 100})) end
+    # The exp recorded before the deallocation still reads the original data.
+    expected = Nx.exp(Nx.backend_copy(random({1000}, :f32, 1.0, 81), Nx.BinaryBackend))
+    assert Nx.to_binary(pending) == Nx.to_binary(expected)
+  end
+
+  test "cached constants survive a deallocation" do
+    c = Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:f, 32}, names: []}, 12.5, [])
+    assert Nx.backend_deallocate(c) == :ok
+    again = Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:f, 32}, names: []}, 12.5, [])
+    assert Nx.to_number(again) == 12.5
+  end
+
   test "inputs from other backends are uploaded" do
     host = Nx.tensor([1.0, 2.0], backend: Nx.BinaryBackend)
     result = Nx.Vulkan.Backend.add(%{host | data: nil}, dev([10.0, 20.0]), host)

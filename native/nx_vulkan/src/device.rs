@@ -7,6 +7,10 @@ use crate::tensor::memory_stats;
 use rustler::{Encoder, Env, Term};
 use std::sync::atomic::Ordering;
 
+pub mod atoms {
+    rustler::atoms! { already_deallocated }
+}
+
 fn map<'a>(env: Env<'a>, pairs: Vec<(&str, Term<'a>)>) -> Term<'a> {
     let (keys, values): (Vec<Term>, Vec<Term>) = pairs
         .into_iter()

@@ -7,22 +7,51 @@ use crate::queue::{self, Command, FlushReason};
 use rustler::{Binary, Env, NewBinary, ResourceArc};
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter};
 
 pub struct DeviceBuffer {
-    pub buffer: Subbuffer<[u8]>,
+    /// None once deallocated (`Nx.backend_deallocate/1`): the memory went back to the pool.
+    buffer: Mutex<Option<Subbuffer<[u8]>>>,
     /// Bytes the tensor uses (the allocation may be rounded up).
     pub bytes: u64,
+    /// Shared buffers (cached constants) ignore deallocation: others still use them.
+    pinned: AtomicBool,
+}
+
+impl DeviceBuffer {
+    /// The buffer, or an ArgumentError if the tensor was deallocated.
+    pub fn get(&self) -> Result<Subbuffer<[u8]>> {
+        self.buffer
+            .lock()
+            .map_err(|_| Error::Vulkan("a buffer lock was poisoned".into()))?
+            .clone()
+            .ok_or_else(|| arg_error!("this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"))
+    }
+
+    /// Gives the memory back to the pool now (commands already queued keep their own reference,
+    /// so pending work is unaffected). False if already deallocated.
+    fn release(&self) -> bool {
+        let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
+        match taken {
+            Some(buffer) => {
+                LIVE_BYTES.fetch_sub(buffer.size(), Ordering::Relaxed);
+                LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
+                give_back(Kind::Tensor, buffer);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[rustler::resource_impl]
 impl rustler::Resource for DeviceBuffer {}
 
-// rustler runs every NIF under catch_unwind. A panic cannot leave a DeviceBuffer half-updated (it
-// is never mutated after creation), so it is safe to cross that boundary.
+// rustler runs every NIF under catch_unwind. A panic cannot leave a DeviceBuffer half-updated (its
+// only mutation, deallocation, is one take under a lock), so it is safe to cross that boundary.
 impl std::panic::RefUnwindSafe for DeviceBuffer {}
 impl std::panic::UnwindSafe for DeviceBuffer {}
 
@@ -36,10 +65,25 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // The buffer goes back to the pool; pending or in-flight commands may still hold clones
         // of it, and the pool hands it out again only once they are gone.
-        LIVE_BYTES.fetch_sub(self.buffer.size(), Ordering::Relaxed);
-        LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
-        give_back(Kind::Tensor, self.buffer.clone());
+        self.release();
     }
+}
+
+/// Frees a tensor's device memory now, unless it is shared (a cached constant).
+#[rustler::nif]
+fn deallocate(tensor: BufferRef) -> rustler::Atom {
+    if tensor.pinned.load(Ordering::Relaxed) || tensor.release() {
+        rustler::types::atom::ok()
+    } else {
+        crate::device::atoms::already_deallocated()
+    }
+}
+
+/// Marks a buffer as shared, so deallocation leaves it alone.
+#[rustler::nif]
+fn pin(tensor: BufferRef) -> rustler::Atom {
+    tensor.pinned.store(true, Ordering::Relaxed);
+    rustler::types::atom::ok()
 }
 
 /// Buffer pool. Creating a VkBuffer and binding memory costs microseconds per op (and large
@@ -161,7 +205,11 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
     let live = LIVE_BYTES.fetch_add(size, Ordering::Relaxed) + size;
     PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
     LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
-    Ok(ResourceArc::new(DeviceBuffer { buffer, bytes }))
+    Ok(ResourceArc::new(DeviceBuffer {
+        buffer: Mutex::new(Some(buffer)),
+        bytes,
+        pinned: AtomicBool::new(false),
+    }))
 }
 
 
@@ -181,7 +229,7 @@ fn upload(data: Binary) -> Result<BufferRef> {
         }
         queue::record(Command::Copy {
             src: stage.clone(),
-            dst: out.buffer.clone(),
+            dst: out.get()?,
             bytes,
         })?;
         give_back(Kind::Upload, stage);
@@ -198,7 +246,7 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64) -> Result<Binary<'a
     if bytes > 0 {
         let stage = raw_buffer(Kind::Download, bytes)?;
         queue::record(Command::Copy {
-            src: tensor.buffer.clone(),
+            src: tensor.get()?,
             dst: stage.clone(),
             bytes,
         })?;

@@ -168,7 +168,7 @@ pub fn grid(groups: u64) -> [u32; 3] {
 /// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`.
 pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, groups: [u32; 3]) -> Result<()> {
     let pipeline = pipeline(kernel, op)?;
-    let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.buffer.clone()).collect();
+    let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
     queue::record(Command::Dispatch(Dispatch {
         pipeline,
         bindings,
