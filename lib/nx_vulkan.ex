@@ -21,6 +21,20 @@ defmodule Nx.Vulkan do
 
   @default_batch_max 64
 
+  @doc """
+  Every Vulkan device with a compute queue, as `%{index: i, name: name, type: type}`; `index` is
+  what `NXV_DEVICE` takes. The one in use is `Nx.Vulkan.Device.info/0`.
+  """
+  @spec devices() :: [map]
+  def devices, do: Nx.Vulkan.Device.info().devices
+
+  @doc "Device memory held by tensors, in bytes: live now, peak, and idle in the buffer pool."
+  @spec memory() :: %{live: non_neg_integer, peak: non_neg_integer, pooled: non_neg_integer}
+  def memory do
+    s = stats()
+    %{live: s.live_bytes, peak: s.peak_bytes, pooled: s.pooled_bytes}
+  end
+
   @doc "Submits all pending device work and waits for it."
   @spec flush() :: :ok
   def flush, do: Native.flush() |> Native.unwrap!()

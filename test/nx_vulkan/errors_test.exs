@@ -42,6 +42,14 @@ defmodule Nx.Vulkan.ErrorsTest do
     assert_raise ArgumentError, ~r/NXV_DEVICE=7/, fn -> Nx.Vulkan.Backend.init(device: 7) end
   end
 
+  test "device list and memory figures" do
+    [first | _] = devices = Nx.Vulkan.devices()
+    assert Enum.any?(devices, &(&1.index == Nx.Vulkan.Device.info().index))
+    assert is_binary(first.name) and is_atom(first.type)
+    %{live: live, peak: peak, pooled: pooled} = Nx.Vulkan.memory()
+    assert live >= 0 and peak >= live and pooled >= 0
+  end
+
   test "device info and class" do
     info = Nx.Vulkan.Device.info()
     assert is_binary(info.name) and info.subgroup_size >= 1 and info.max_push_constants >= 128

@@ -40,6 +40,8 @@ pub struct DeviceInfo {
     pub int16: bool,
     pub storage8: bool,
     pub storage16: bool,
+    /// Every compute-capable device: (index for NXV_DEVICE, name, type).
+    pub all_devices: Vec<(usize, String, &'static str)>,
 }
 
 pub struct Context {
@@ -123,6 +125,10 @@ impl Context {
                     .into(),
             ));
         }
+        let all_devices: Vec<(usize, String, &'static str)> = devices
+            .iter()
+            .map(|(i, p)| (*i, p.properties().device_name.clone(), type_name(p.properties().device_type)))
+            .collect();
         let chosen = match std::env::var("NXV_DEVICE") {
             Ok(s) if !s.trim().is_empty() => {
                 let index: usize = s.trim().parse().map_err(|_| {
@@ -214,6 +220,7 @@ impl Context {
             int16: features.shader_int16,
             storage8: features.storage_buffer8_bit_access,
             storage16: features.storage_buffer16_bit_access,
+            all_devices,
         };
         if info.max_push_constants < 128 {
             return Err(Error::Vulkan(format!(

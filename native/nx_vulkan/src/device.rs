@@ -53,6 +53,20 @@ fn device_info(env: Env) -> Result<Term> {
             ("int16", e(&i.int16)),
             ("storage_8bit", e(&i.storage8)),
             ("storage_16bit", e(&i.storage16)),
+            (
+                "devices",
+                i.all_devices
+                    .iter()
+                    .map(|(index, name, kind)| {
+                        map(env, vec![
+                            ("index", index.encode(env)),
+                            ("name", name.encode(env)),
+                            ("type", rustler::Atom::from_str(env, kind).unwrap().encode(env)),
+                        ])
+                    })
+                    .collect::<Vec<Term>>()
+                    .encode(env),
+            ),
         ],
     ))
 }
