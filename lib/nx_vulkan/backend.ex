@@ -448,10 +448,9 @@ defmodule Nx.Vulkan.Backend do
 
   for op <- @device_unary do
     @impl true
-    # Complex inputs (abs of c64 is f32, say): no kernel, and casting first would drop the
-    # imaginary part.
-    def unquote(op)(out, %T{type: {:c, _}} = t),
-      do: Fallback.run(unquote(op), "complex input", [out, t])
+    # Complex inputs (abs of c64 is f32, say): casting first would drop the imaginary part;
+    # negate has a complex kernel, the others go to the host.
+    def unquote(op)(out, %T{type: {:c, _}} = t), do: complex_unary(unquote(op), out, t)
 
     def unquote(op)(%T{type: type} = out, %T{} = t) do
       t = cast(t, type)
@@ -640,6 +639,21 @@ defmodule Nx.Vulkan.Backend do
     |> result(%{out | type: index_type}, :argsort, [out, t, opts])
     |> cast(out_type)
   end
+
+  # Complex inputs: negate and conjugate have kernels; the other unary ops go to the host.
+  defp complex_unary(op, %T{type: {:c, _}} = out, %T{type: type} = t)
+       when op in [:negate, :conjugate] do
+    Native.complex_unary(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
+  end
+
+  defp complex_unary(op, out, t), do: Fallback.run(op, "complex input", [out, t])
+
+  @impl true
+  def conjugate(%T{type: {:c, _}} = out, %T{type: {:c, _}} = t),
+    do: complex_unary(:conjugate, out, t)
+
+  # A real input becomes (x, -0.0), as on the BinaryBackend.
+  def conjugate(out, t), do: complex_unary(:conjugate, out, as_type(out, t))
 
   # real/imag of complex tensors are strided views of their float halves.
   @impl true
@@ -836,7 +850,7 @@ defmodule Nx.Vulkan.Backend do
        [:abs, :bitwise_not, :ceil, :conjugate, :floor, :negate, :round, :sign] ++
        [:count_leading_zeros, :population_count, :real, :imag])
     |> Enum.uniq()
-    |> Kernel.--(device_unary ++ [:real, :imag])
+    |> Kernel.--(device_unary ++ [:real, :imag, :conjugate])
 
   host_ops =
     Enum.map(host_unary, &{&1, 2}) ++

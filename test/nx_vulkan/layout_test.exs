@@ -221,3 +221,30 @@ defmodule Nx.Vulkan.ComplexPartsTest do
     assert_device(&Nx.imag/1, [dev([1, 2], type: :s32)])
   end
 end
+
+defmodule Nx.Vulkan.ComplexArithmeticTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  defp c(list, type \\ :c64), do: Nx.tensor(list, type: type, backend: Nx.Vulkan.Backend)
+
+  test "complex add, subtract, multiply, divide, equal, negate, conjugate and casts" do
+    for type <- [:c64, :c128] do
+      a = c([Complex.new(1, 2), Complex.new(-3.5, 0.25), Complex.new(0, -1)], type)
+      b = c([Complex.new(0.5, -1), Complex.new(2, 2), Complex.new(0, -1)], type)
+
+      for op <- [:add, :subtract, :multiply, :divide, :equal, :not_equal] do
+        assert_device(&apply(Nx, op, [&1, &2]), [a, b], rtol: 1.0e-6, atol: 1.0e-6)
+      end
+
+      assert_device(&Nx.negate/1, [a])
+      assert_device(&Nx.conjugate/1, [a])
+      assert_device(&Nx.add(&1, &2), [a, dev([1.0, 2.0, 3.0])], rtol: 1.0e-6, atol: 1.0e-6)
+      assert_device(&Nx.as_type(&1, :f32), [a])
+      assert_device(&Nx.as_type(&1, :s32), [a])
+    end
+
+    assert_device(&Nx.as_type(&1, :c64), [dev([1, -2, 3], type: :s64)])
+    assert_device(&Nx.as_type(&1, :c128), [c([Complex.new(1.5, -2)])])
+    assert_device(&Nx.conjugate/1, [dev([1.0, -0.0])])
+  end
+end

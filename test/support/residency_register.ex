@@ -7,15 +7,11 @@ defmodule Nx.Vulkan.ResidencyRegister do
     Nx => %{
       {:acos, 1} => "acos: f64 acos on the device is not yet within libm's last digit",
       {:acosh, 1} => "acosh: f64 acosh on the device is not yet within libm's last digit",
-      {:as_type, 2} =>
-        "as_type: as_type from c64 to f64 has no device kernel; as_type: as_type from c64 to s64 has no device kernel; as_type: as_type from s32 to c64 has no device kernel",
       {:asin, 1} => "asin: f64 asin on the device is not yet within libm's last digit",
       {:asinh, 1} => "asinh: f64 asinh on the device is not yet within libm's last digit",
       {:atan, 1} => "atan: f64 atan on the device is not yet within libm's last digit",
       {:atanh, 1} => "atanh: f64 atanh on the device is not yet within libm's last digit",
       {:cbrt, 1} => "cbrt: f64 cbrt on the device is not yet within libm's last digit",
-      {:complex, 2} => "as_type: as_type from s32 to c64 has no device kernel",
-      {:conjugate, 1} => "conjugate: no device kernel yet",
       {:conv, 3} => "conv: no device kernel yet",
       {:cos, 1} => "cos: f64 cos on the device is not yet within libm's last digit",
       {:cosh, 1} => "cosh: f64 cosh on the device is not yet within libm's last digit",
@@ -37,7 +33,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:window_reduce, 5} => "window_reduce: no device kernel yet"
     },
     Nx.LinAlg => %{
-      {:adjoint, 1} => "conjugate: no device kernel yet",
       {:cholesky, 1} => "as_type: as_type from f32 to c64 has no device kernel",
       {:determinant, 1} => "abs: complex input; product: product on c64 has no device kernel yet",
       {:norm, 2} => "abs: complex input; triangular_solve: no device kernel yet",

@@ -1,5 +1,6 @@
 #version 450
-// y[i] = as_type(x[i]) between any two of f32 f64 f16 bf16 s8 s16 s32 s64 u8 u16 u32 u64, with
+// y[i] = as_type(x[i]) between any two of f32 f64 f16 bf16 s8 s16 s32 s64 u8 u16 u32 u64 c64 c128
+// (complex to real keeps the real part; real to complex sets a zero imaginary part), with
 // Nx.BinaryBackend's rules: float->float and int->float round to nearest; int->int wraps;
 // float->int truncates toward zero then wraps, NaN -> 0, +Inf -> the type's max, -Inf -> its min;
 // bf16 is f32 rounded to nearest, then truncated to its top 16 bits (as Nx writes it).
@@ -22,6 +23,23 @@ layout(set = 0, binding = 1) writeonly buffer Y4 { uint y4[]; };
 layout(set = 0, binding = 1) writeonly buffer Y8 { uint64_t y8[]; };
 
 bool is_float(uint code) { return code <= 3u; }
+bool is_complex(uint code) { return code >= 12u; }
+
+// Complex c64 (code 12) and c128 (code 13) as (re, im) pairs of f32 / f64.
+dvec2 load_complex(uint i) {
+  if (IN == 12u) return dvec2(uintBitsToFloat(x4[2 * i]), uintBitsToFloat(x4[2 * i + 1]));
+  return dvec2(uint64BitsToDouble(x8[2 * i]), uint64BitsToDouble(x8[2 * i + 1]));
+}
+
+void store_complex(uint i, dvec2 v) {
+  if (OUT == 12u) {
+    y4[2 * i] = floatBitsToUint(float(v.x));
+    y4[2 * i + 1] = floatBitsToUint(float(v.y));
+  } else {
+    y8[2 * i] = doubleBitsToUint64(v.x);
+    y8[2 * i + 1] = doubleBitsToUint64(v.y);
+  }
+}
 uint int_bits(uint code) { return 8u << ((code - 4u) % 4u); }
 bool is_signed(uint code) { return code >= 4u && code <= 7u; }
 
@@ -94,8 +112,17 @@ void main() {
   uint n = pc[0];
   uint i = element_index();
   if (i >= n) return;
-  if (is_float(IN)) {
-    double v = load_float(i);
+  if (is_complex(OUT)) {
+    // Into complex: complex pairs convert, reals become (x, 0).
+    dvec2 v;
+    if (is_complex(IN)) v = load_complex(i);
+    else if (is_float(IN)) v = dvec2(load_float(i), 0.0lf);
+    else if (IN == 11u) v = dvec2(double(uint64_t(load_int(i))), 0.0lf);
+    else v = dvec2(double(load_int(i)), 0.0lf);
+    store_complex(i, v);
+  } else if (is_float(IN) || is_complex(IN)) {
+    // Out of complex: the real part, then the float rules (as the BinaryBackend).
+    double v = is_complex(IN) ? load_complex(i).x : load_float(i);
     if (is_float(OUT)) store_float(i, v);
     else if (isnan(v)) store_int(i, 0l);
     else if (isinf(v)) store_int(i, v > 0.0lf ? int_max(OUT) : int_min(OUT));

@@ -226,6 +226,13 @@ kernels! {
     reduce_out_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "OUT_ACC" = "1";
     reduce_in_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "IN_ACC" = "1";
 
+    complex_binary_c64 => "shaders/complex.comp", "T2" = "vec2", "BINARY" = "1";
+    complex_binary_c128 => "shaders/complex.comp", "T2" = "dvec2", "BINARY" = "1";
+    complex_compare_c64 => "shaders/complex.comp", "T2" = "vec2", "BINARY" = "1", "OUT_U8" = "1";
+    complex_compare_c128 => "shaders/complex.comp", "T2" = "dvec2", "BINARY" = "1", "OUT_U8" = "1";
+    complex_unary_c64 => "shaders/complex.comp", "T2" = "vec2";
+    complex_unary_c128 => "shaders/complex.comp", "T2" = "dvec2";
+
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";
     gather_b4 => "shaders/gather.comp", "T" = "uint";

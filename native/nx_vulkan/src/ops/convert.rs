@@ -20,6 +20,8 @@ fn type_code(dtype: Dtype) -> Option<u32> {
         U16 => 9,
         U32 => 10,
         U64 => 11,
+        C64 => 12,
+        C128 => 13,
         _ => return None,
     })
 }

@@ -120,6 +120,9 @@ fn binary_op(
     b_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    if matches!(dtype, Dtype::C64 | Dtype::C128) {
+        return complex_binary(env, op, dtype, a, a_shape, b, b_shape, out_shape);
+    }
     let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
         Ok((code, name)) => (
             kernel_for(Family::Binary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6, 8, 14], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
@@ -148,6 +151,67 @@ fn binary_op(
     push.set_strides(10, &strides[0])?;
     push.set_strides(16, &strides[1])?;
     dispatch(kernel, code, &[&a, &b, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+const COMPLEX_ARITH: &[&str] = &["add", "subtract", "multiply", "divide"];
+const COMPLEX_COMPARE: &[&str] = &["equal", "not_equal"];
+
+#[allow(clippy::too_many_arguments)]
+fn complex_binary(
+    env: Env,
+    op: Atom,
+    dtype: Dtype,
+    a: BufferRef,
+    a_shape: Vec<u64>,
+    b: BufferRef,
+    b_shape: Vec<u64>,
+    out_shape: Vec<u64>,
+) -> Result<BufferRef> {
+    let c64 = dtype == Dtype::C64;
+    let (kernel, code, out_bytes) = match op_code(env, op, COMPLEX_ARITH) {
+        Ok((code, _)) => (
+            if c64 { shaders::complex_binary_c64 } else { shaders::complex_binary_c128 },
+            code,
+            dtype.bytes(),
+        ),
+        Err(_) => {
+            let (code, _) = op_code(env, op, COMPLEX_COMPARE)?;
+            (if c64 { shaders::complex_compare_c64 } else { shaders::complex_compare_c128 }, code, 1)
+        }
+    };
+    let n = element_count(&out_shape);
+    let strides = vec![broadcast_strides(&a_shape, &out_shape)?, broadcast_strides(&b_shape, &out_shape)?];
+    check_extent(&a, dtype.bytes(), 0, &a_shape, &contiguous_strides(&a_shape))?;
+    check_extent(&b, dtype.bytes(), 0, &b_shape, &contiguous_strides(&b_shape))?;
+    let (dims, strides) = collapse(&out_shape, &strides)?;
+    let out = alloc(n * out_bytes)?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    push.set(1, dims.len() as u64)?;
+    push.set_dims(4, &dims)?;
+    push.set_strides(10, &strides[0])?;
+    push.set_strides(16, &strides[1])?;
+    dispatch(kernel, code, &[&a, &b, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
+
+const COMPLEX_UNARY: &[&str] = &["negate", "conjugate"];
+
+/// negate / conjugate of a complex tensor.
+#[rustler::nif]
+fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let (code, name) = op_code(env, op, COMPLEX_UNARY)?;
+    let kernel = match dtype {
+        Dtype::C64 => shaders::complex_unary_c64,
+        Dtype::C128 => shaders::complex_unary_c128,
+        other => return Err(unsupported!("{name} on {} takes the complex kernel only", other.name())),
+    };
+    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
+    let out = alloc(n * dtype.bytes())?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
 

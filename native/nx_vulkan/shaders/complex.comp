@@ -1,0 +1,65 @@
+#version 450
+// Complex element-wise ops. T2 is the storage pair (vec2 for c64, dvec2 for c128); every op
+// computes in f64 pairs and rounds once, as the BinaryBackend (Erlang floats) does.
+// Binary (define BINARY): c = op(a, b) broadcast through strides, op 0 add, 1 subtract,
+// 2 multiply, 3 divide; with OUT_U8, 0 equal, 1 not_equal. Bindings 0 a, 1 b, 2 c; push as
+// binary.comp. Unary (no BINARY): op 0 negate, 1 conjugate; bindings 0 x, 1 y; pc[0] n.
+#include "common.glsl"
+layout(local_size_x = WG) in;
+layout(constant_id = 0) const uint OP = 0;
+
+#ifdef BINARY
+layout(set = 0, binding = 0) readonly buffer A { T2 a[]; };
+layout(set = 0, binding = 1) readonly buffer B { T2 b[]; };
+#ifdef OUT_U8
+layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
+#else
+layout(set = 0, binding = 2) writeonly buffer C { T2 c[]; };
+#endif
+
+dvec2 apply(dvec2 x, dvec2 y) {
+  switch (OP) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return dvec2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
+    default: {
+      double d = y.x * y.x + y.y * y.y;
+      return dvec2((x.x * y.x + x.y * y.y) / d, (x.y * y.x - x.x * y.y) / d);
+    }
+  }
+}
+
+void main() {
+  uint n = pc[0];
+  uint rank = pc[1];
+  uint i = element_index();
+  if (i >= n) return;
+  int ao = int(pc[2]), bo = int(pc[3]);
+  uint rest = i;
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[4 + d];
+    uint q = rest / dim;
+    int r = int(rest - q * dim);
+    ao += r * int(pc[10 + d]);
+    bo += r * int(pc[16 + d]);
+    rest = q;
+  }
+  dvec2 x = dvec2(a[ao]), y = dvec2(b[bo]);
+#ifdef OUT_U8
+  bool eq = x == y;
+  c[i] = uint8_t((OP == 0u ? eq : !eq) ? 1 : 0);
+#else
+  c[i] = T2(apply(x, y));
+#endif
+}
+#else
+layout(set = 0, binding = 0) readonly buffer X { T2 x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { T2 y[]; };
+
+void main() {
+  uint i = element_index();
+  if (i >= pc[0]) return;
+  T2 v = x[i];
+  y[i] = OP == 0u ? -v : T2(v.x, -v.y);
+}
+#endif
