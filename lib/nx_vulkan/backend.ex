@@ -646,6 +646,10 @@ defmodule Nx.Vulkan.Backend do
     Native.complex_unary(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
   end
 
+  defp complex_unary(:abs, out, %T{type: type} = t) do
+    Native.complex_real(:abs, type, ref!(t), Nx.size(t)) |> result(out, :abs, [out, t])
+  end
+
   defp complex_unary(op, out, t), do: Fallback.run(op, "complex input", [out, t])
 
   @impl true
@@ -677,7 +681,10 @@ defmodule Nx.Vulkan.Backend do
 
   # Integers are never NaN or infinite; complex inputs go to the host.
   defp classify(_op, out, %T{type: {kind, _}}) when kind in [:s, :u], do: constant(out, 0, [])
-  defp classify(op, out, %T{type: {:c, _}} = t), do: Fallback.run(op, "complex input", [out, t])
+
+  defp classify(op, out, %T{type: {:c, _} = type} = t) do
+    Native.complex_real(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
+  end
 
   defp classify(op, out, %T{type: type} = t) do
     Native.classify(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])

@@ -48,6 +48,7 @@ defmodule Nx.Vulkan.Native do
   def binary_op(_op, _type, _a, _a_shape, _b, _b_shape, _out_shape), do: nif_error()
   def classify(_op, _type, _x, _n), do: nif_error()
   def complex_unary(_op, _type, _x, _n), do: nif_error()
+  def complex_real(_op, _type, _x, _n), do: nif_error()
   def select(_bytes, _pred, _pred_shape, _t, _t_shape, _f, _f_shape, _out_shape), do: nif_error()
 
   # ops/layout.rs

@@ -247,4 +247,24 @@ defmodule Nx.Vulkan.ComplexArithmeticTest do
     assert_device(&Nx.as_type(&1, :c128), [c([Complex.new(1.5, -2)])])
     assert_device(&Nx.conjugate/1, [dev([1.0, -0.0])])
   end
+
+  test "abs, is_nan and is_infinity of complex, with the complex library's rules" do
+    z =
+      c([
+        Complex.new(3, 4),
+        Complex.new(0, -2),
+        Complex.new(-1.5, 0),
+        Complex.new(1.0e-30, 2.0e-30)
+      ])
+
+    assert_device(&Nx.abs/1, [z], rtol: 1.0e-7, atol: 0.0)
+
+    special =
+      Nx.tensor([Complex.new(:nan, 1), Complex.new(1, :infinity), Complex.new(2, 3)],
+        backend: Nx.Vulkan.Backend
+      )
+
+    assert_device(&Nx.is_nan/1, [special])
+    assert_device(&Nx.is_infinity/1, [special])
+  end
 end

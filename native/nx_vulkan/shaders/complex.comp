@@ -52,6 +52,30 @@ void main() {
   c[i] = T2(apply(x, y));
 #endif
 }
+#elif defined(REAL_OUT)
+// abs (OP 0) to the real type R, and is_nan (OP 1) / is_infinity (OP 2) to u8, with the complex
+// library's rules: abs is x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in both parts gives
+// NaN, any other non-finite part Inf.
+layout(set = 0, binding = 0) readonly buffer X { T2 x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { R y[]; };
+layout(set = 0, binding = 1) writeonly buffer Y8 { uint8_t y8[]; };
+
+void main() {
+  uint i = element_index();
+  if (i >= pc[0]) return;
+  dvec2 v = dvec2(x[i]);
+  if (OP == 1u) { y8[i] = uint8_t(isnan(v.x) || isnan(v.y) ? 1 : 0); return; }
+  if (OP == 2u) { y8[i] = uint8_t(isinf(v.x) || isinf(v.y) ? 1 : 0); return; }
+  double r;
+  double a = abs(v.x), b = abs(v.y);
+  if (isnan(v.x) && isnan(v.y)) r = v.x;
+  else if (isnan(v.x) || isnan(v.y) || isinf(v.x) || isinf(v.y)) r = uint64BitsToDouble(0x7ff0000000000000ul);
+  else if (a == 0.0lf) r = b;
+  else if (b == 0.0lf) r = a;
+  else if (a > b) r = a * sqrt(1.0lf + b / a * (b / a));
+  else r = b * sqrt(1.0lf + a / b * (a / b));
+  y[i] = R(r);
+}
 #else
 layout(set = 0, binding = 0) readonly buffer X { T2 x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T2 y[]; };

@@ -232,6 +232,8 @@ kernels! {
     complex_compare_c128 => "shaders/complex.comp", "T2" = "dvec2", "BINARY" = "1", "OUT_U8" = "1";
     complex_unary_c64 => "shaders/complex.comp", "T2" = "vec2";
     complex_unary_c128 => "shaders/complex.comp", "T2" = "dvec2";
+    complex_real_c64 => "shaders/complex.comp", "T2" = "vec2", "R" = "float", "REAL_OUT" = "1";
+    complex_real_c128 => "shaders/complex.comp", "T2" = "dvec2", "R" = "double", "REAL_OUT" = "1";
 
     gather_b1 => "shaders/gather.comp", "T" = "uint8_t";
     gather_b2 => "shaders/gather.comp", "T" = "uint16_t";

@@ -197,6 +197,24 @@ fn complex_binary(
 }
 
 const COMPLEX_UNARY: &[&str] = &["negate", "conjugate"];
+const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
+
+/// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
+#[rustler::nif]
+fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let (code, name) = op_code(env, op, COMPLEX_REAL)?;
+    let (kernel, real_bytes) = match dtype {
+        Dtype::C64 => (shaders::complex_real_c64, 4),
+        Dtype::C128 => (shaders::complex_real_c128, 8),
+        other => return Err(unsupported!("{name} on {} takes the complex kernel only", other.name())),
+    };
+    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
+    let out = alloc(n * if code == 0 { real_bytes } else { 1 })?;
+    let mut push = Push::new();
+    push.set(0, n)?;
+    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
+    Ok(out)
+}
 
 /// negate / conjugate of a complex tensor.
 #[rustler::nif]
