@@ -444,7 +444,7 @@ defmodule Nx.Vulkan.Backend do
   @device_unary [:negate, :abs, :sign, :floor, :ceil, :round, :exp, :expm1, :log, :log1p] ++
                   [:sqrt, :rsqrt, :tanh, :sigmoid, :bitwise_not, :count_leading_zeros] ++
                   [:population_count, :sin, :cos, :tan, :asin, :acos, :atan, :sinh, :cosh] ++
-                  [:asinh, :acosh, :atanh, :cbrt, :erf, :erfc]
+                  [:asinh, :acosh, :atanh, :cbrt, :erf, :erfc, :erf_inv]
 
   for op <- @device_unary do
     @impl true

@@ -161,6 +161,13 @@ defmodule Nx.Vulkan.ElementwiseTest do
       )
     end
 
+    test "erf_inv with the complex library's polynomials" do
+      t = random({400}, :f32, 0.999, 73)
+      assert_device(&Nx.erf_inv/1, [t])
+      assert_device(&Nx.erf_inv/1, [Nx.as_type(t, :f64)], rtol: 1.0e-14, atol: 1.0e-300)
+      assert_device(&Nx.erf_inv/1, [dev([0.0, -0.0, 1.0, -1.0, 0.9999])])
+    end
+
     test "f64 trigonometric functions take the counted fallback" do
       Nx.Vulkan.Fallback.tag_process(:f64_trig)
       assert_device(&Nx.sin/1, [random({5}, :f64, 3.0, 19)], fallback: true)

@@ -16,7 +16,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:cos, 1} => "cos: f64 cos on the device is not yet within libm's last digit",
       {:cosh, 1} => "cosh: f64 cosh on the device is not yet within libm's last digit",
       {:erf, 1} => "erf: f64 erf on the device is not yet within libm's last digit",
-      {:erf_inv, 1} => "erf_inv: no device kernel yet",
       {:erfc, 1} => "erfc: f64 erfc on the device is not yet within libm's last digit",
       {:fft, 2} => "fft: no device kernel yet",
       {:fft2, 2} => "fft: no device kernel yet",

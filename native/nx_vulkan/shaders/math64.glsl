@@ -496,3 +496,40 @@ double erfc64(double x) {
   if (x <= -2.5lf) return 2.0lf - (x < -6.0lf ? 0.0lf : erfc_fraction(-x));
   return 1.0lf - erf_series(x);
 }
+
+// erf_inv as the complex library (and so Nx.BinaryBackend) computes it: Giles' single-precision
+// polynomials in w = -log((1 - x)(1 + x)), evaluated in f64 multiply-then-add steps (`precise`:
+// no fused multiply-adds), so f32 results round to the same values.
+double erf_inv64(double x) {
+  if (isnan(x) || abs(x) > 1.0lf) return nan64();
+  if (x == 1.0lf) return inf64();
+  if (x == -1.0lf) return -inf64();
+  if (x == 0.0lf) return 0.0lf;
+  precise double w = -log64((1.0lf - x) * (1.0lf + x));
+  precise double p;
+  if (w < 5.0lf) {
+    w = w - 2.5lf;
+    p = 2.81022636e-08lf;
+    p = p * w + 3.43273939e-07lf;
+    p = p * w + -3.5233877e-06lf;
+    p = p * w + -4.39150654e-06lf;
+    p = p * w + 0.00021858087lf;
+    p = p * w + -0.00125372503lf;
+    p = p * w + -0.00417768164lf;
+    p = p * w + 0.246640727lf;
+    p = p * w + 1.50140941lf;
+  } else {
+    w = sqrt(w) - 3.0lf;
+    p = -0.000200214257lf;
+    p = p * w + 0.000100950558lf;
+    p = p * w + 0.00134934322lf;
+    p = p * w + -0.00367342844lf;
+    p = p * w + 0.00573950773lf;
+    p = p * w + -0.0076224613lf;
+    p = p * w + 0.00943887047lf;
+    p = p * w + 1.00167406lf;
+    p = p * w + 2.83297682lf;
+  }
+  precise double r = p * x;
+  return r;
+}

@@ -52,6 +52,28 @@ W apply(W a) {
 W round_half_away(W a) { return sign(a) * floor(abs(a) + W(0.5)); }
 
 #ifndef MATH64
+// erf_inv without f64: the same polynomials in the compute type.
+W erf_inv32(W x) {
+  if (isnan(x) || abs(x) > W(1)) return W(uintBitsToFloat(0x7fc00000u));
+  if (abs(x) == W(1)) return x * W(uintBitsToFloat(0x7f800000u));
+  W w = -log((W(1) - x) * (W(1) + x));
+  W p;
+  if (w < W(5)) {
+    w -= W(2.5);
+    p = W(2.81022636e-08);
+    p = p * w + W(3.43273939e-07); p = p * w + W(-3.5233877e-06); p = p * w + W(-4.39150654e-06);
+    p = p * w + W(0.00021858087); p = p * w + W(-0.00125372503); p = p * w + W(-0.00417768164);
+    p = p * w + W(0.246640727); p = p * w + W(1.50140941);
+  } else {
+    w = sqrt(w) - W(3);
+    p = W(-0.000200214257);
+    p = p * w + W(0.000100950558); p = p * w + W(0.00134934322); p = p * w + W(-0.00367342844);
+    p = p * w + W(0.00573950773); p = p * w + W(-0.0076224613); p = p * w + W(0.00943887047);
+    p = p * w + W(1.00167406); p = p * w + W(2.83297682);
+  }
+  return p * x;
+}
+
 // erf without f64: the same series / continued fraction in the compute type (f32 accuracy).
 W erf64_missing(W x) {
   W ax = abs(x);
@@ -98,6 +120,7 @@ W apply(W a) {
     case 29: return cbrt64(a);
     case 30: return erf64(a);
     case 31: return erfc64(a);
+    case 32: return erf_inv64(a);
 #else
     case 6: return exp(a);
     case 7: return abs(a) < W(1e-5) ? a + W(0.5) * a * a : exp(a) - W(1);
@@ -121,6 +144,7 @@ W apply(W a) {
     case 29: return sign(a) * pow(abs(a), W(1.0 / 3.0));
     case 30: return W(erf64_missing(a));
     case 31: return W(1) - W(erf64_missing(a));
+    case 32: return W(erf_inv32(a));
 #endif
     default: return a;
   }

@@ -7,12 +7,12 @@ use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
 /// Unary op codes: the index is the `case` in shaders/unary.comp. Which ops a dtype has: floats
-/// 0..=13 and 18..=31, integers 0..=5 and 15..=17.
+/// 0..=13 and 18..=32, integers 0..=5 and 15..=17.
 const UNARY_OPS: &[&str] = &[
     "negate", "abs", "sign", "floor", "ceil", "round", "exp", "expm1", "log", "log1p", "sqrt",
     "rsqrt", "tanh", "sigmoid", "", "bitwise_not", "count_leading_zeros", "population_count",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt",
-    "erf", "erfc",
+    "erf", "erfc", "erf_inv",
 ];
 /// Binary arithmetic op codes (shaders/binary.comp without OUT_U8). Floats: 0..=6; integers all
 /// but divide (Nx divides integers as floats).
@@ -54,9 +54,9 @@ pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Res
     }
 }
 
-const FLOAT_UNARY: [u32; 28] = [
+const FLOAT_UNARY: [u32; 29] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-    30, 31,
+    30, 31, 32,
 ];
 
 fn is_integer(dtype: Dtype) -> bool {
