@@ -135,14 +135,25 @@ fn binary_op(
             (kernel_for(Family::Compare, dtype, code, name, &all, &all)?, code, 1)
         }
     };
-    let n = element_count(&out_shape);
-    let strides = vec![
-        broadcast_strides(&a_shape, &out_shape)?,
-        broadcast_strides(&b_shape, &out_shape)?,
-    ];
-    check_extent(&a, dtype.bytes(), 0, &a_shape, &contiguous_strides(&a_shape))?;
-    check_extent(&b, dtype.bytes(), 0, &b_shape, &contiguous_strides(&b_shape))?;
-    let (dims, strides) = collapse(&out_shape, &strides)?;
+    broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
+}
+
+/// Queues a two-input kernel (binary.comp's layout of push constants) over `out_shape`, with `a`
+/// and `b` broadcast through strides; returns the new output of `out_bytes`-byte elements.
+fn broadcast_dispatch(
+    kernel: Kernel,
+    code: u32,
+    in_bytes: u64,
+    out_bytes: u64,
+    (a, a_shape): (&BufferRef, &[u64]),
+    (b, b_shape): (&BufferRef, &[u64]),
+    out_shape: &[u64],
+) -> Result<BufferRef> {
+    let n = element_count(out_shape);
+    let strides = vec![broadcast_strides(a_shape, out_shape)?, broadcast_strides(b_shape, out_shape)?];
+    check_extent(a, in_bytes, 0, a_shape, &contiguous_strides(a_shape))?;
+    check_extent(b, in_bytes, 0, b_shape, &contiguous_strides(b_shape))?;
+    let (dims, strides) = collapse(out_shape, &strides)?;
     let out = alloc(n * out_bytes)?;
     let mut push = Push::new();
     push.set(0, n)?;
@@ -150,7 +161,7 @@ fn binary_op(
     push.set_dims(4, &dims)?;
     push.set_strides(10, &strides[0])?;
     push.set_strides(16, &strides[1])?;
-    dispatch(kernel, code, &[&a, &b, &out], push, elementwise_groups(n))?;
+    dispatch(kernel, code, &[a, b, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
 
@@ -180,20 +191,7 @@ fn complex_binary(
             (if c64 { shaders::complex_compare_c64 } else { shaders::complex_compare_c128 }, code, 1)
         }
     };
-    let n = element_count(&out_shape);
-    let strides = vec![broadcast_strides(&a_shape, &out_shape)?, broadcast_strides(&b_shape, &out_shape)?];
-    check_extent(&a, dtype.bytes(), 0, &a_shape, &contiguous_strides(&a_shape))?;
-    check_extent(&b, dtype.bytes(), 0, &b_shape, &contiguous_strides(&b_shape))?;
-    let (dims, strides) = collapse(&out_shape, &strides)?;
-    let out = alloc(n * out_bytes)?;
-    let mut push = Push::new();
-    push.set(0, n)?;
-    push.set(1, dims.len() as u64)?;
-    push.set_dims(4, &dims)?;
-    push.set_strides(10, &strides[0])?;
-    push.set_strides(16, &strides[1])?;
-    dispatch(kernel, code, &[&a, &b, &out], push, elementwise_groups(n))?;
-    Ok(out)
+    broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
 }
 
 const COMPLEX_UNARY: &[&str] = &["negate", "conjugate"];
