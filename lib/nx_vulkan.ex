@@ -8,14 +8,17 @@ defmodule Nx.Vulkan do
 
   ## Environment
 
-    * `NXV_BATCH_MAX` - pending dispatches that trigger a submission (default 64; `0` submits
-      every op on its own). Read at application start; anything but a non-negative integer is an
-      error.
+    * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,
+      the rest at the next flush (default 64; `0` submits every op on its own). Read at
+      application start; anything but a non-negative integer is an error.
     * `NXV_DEVICE` - device index (default: the best compute device: discrete, integrated,
       virtual, CPU).
     * `NXV_DEVICE_CLASS` - overrides `Nx.Vulkan.Device.class/0`.
     * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`).
-    * `NXV_PRECISE` - `0` makes f32 math use the GPU's native functions instead of f64.
+    * `NXV_PRECISE` - `0`/`1`: f32/f16 math, sums and dot in f64, rounded once (default by device
+      class, see `Nx.Vulkan.Device.configure!/0`).
+    * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
+      (default `0`).
   """
   alias Nx.Vulkan.Native
 
