@@ -4,7 +4,7 @@
 {:ok, _} = Application.ensure_all_started(:nx_vulkan)
 key = Nx.Random.key(5)
 
-for type <- [:f32, :f64], op <- [:exp, :tanh, :sigmoid, :log, :expm1] do
+for type <- [:f32, :f64], op <- [:exp, :tanh, :sigmoid, :log, :expm1, :sin, :cos] do
   {host, _} =
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
       Nx.Random.uniform(key, -20.0, 20.0, shape: {100_000}, type: type)

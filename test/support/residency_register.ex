@@ -13,7 +13,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:atanh, 1} => "atanh: f64 atanh on the device is not yet within libm's last digit",
       {:cbrt, 1} => "cbrt: f64 cbrt on the device is not yet within libm's last digit",
       {:conv, 3} => "conv: complex input",
-      {:cos, 1} => "cos: f64 cos on the device is not yet within libm's last digit",
       {:cosh, 1} => "cosh: f64 cosh on the device is not yet within libm's last digit",
       {:erf, 1} => "erf: f64 erf on the device is not yet within libm's last digit",
       {:erfc, 1} => "erfc: f64 erfc on the device is not yet within libm's last digit",
@@ -24,7 +23,6 @@ defmodule Nx.Vulkan.ResidencyRegister do
       {:irfft, 2} => "ifft: no device kernel yet",
       {:reduce, 4} => "reduce: no device kernel yet",
       {:rfft, 2} => "fft: no device kernel yet",
-      {:sin, 1} => "sin: f64 sin on the device is not yet within libm's last digit",
       {:sinh, 1} => "sinh: f64 sinh on the device is not yet within libm's last digit",
       {:tan, 1} => "tan: f64 tan on the device is not yet within libm's last digit",
       {:window_reduce, 5} => "window_reduce: no device kernel yet"
