@@ -24,7 +24,10 @@ pub struct Kernel {
     pub load: ShaderLoader,
 }
 
-type Key = (&'static str, u32);
+/// The kernel's name by address and length (each is a distinct static string: no hashing of the
+/// text on every dispatch; the length keeps a name apart from one it might prefix) and
+/// specialization constant 0.
+type Key = (usize, usize, u32);
 
 static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<ComputePipeline>>> = Lazy::new(DashMap::new);
 pub static CREATED: AtomicU64 = AtomicU64::new(0);
@@ -32,7 +35,7 @@ pub static HITS: AtomicU64 = AtomicU64::new(0);
 
 /// The pipeline for `kernel` with specialization constant 0 set to `op` (kernels without one ignore it).
 pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
-    let key = (kernel.name, op);
+    let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op);
     if let Some(p) = PIPELINE_CACHE.get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(p.clone());

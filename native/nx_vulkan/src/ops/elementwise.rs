@@ -26,25 +26,22 @@ const COMPARE_OPS: &[&str] = &[
     "logical_or", "logical_xor",
 ];
 
-/// The op's code in `table` (its index), comparing atoms, not strings: this runs on every op.
+/// The op's code in `table` (its index), comparing atoms, not strings. This runs on every op
+/// from every scheduler, so the atoms of each table are created once and then only read (a
+/// sharded map: no global lock on the dispatch path).
 pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Result<(u32, &'static str)> {
-    use std::sync::Mutex;
-    static ATOMS: once_cell::sync::Lazy<Mutex<Vec<(usize, Vec<Atom>)>>> =
-        once_cell::sync::Lazy::new(|| Mutex::new(Vec::new()));
+    static ATOMS: once_cell::sync::Lazy<dashmap::DashMap<usize, Vec<Atom>>> =
+        once_cell::sync::Lazy::new(dashmap::DashMap::new);
     let key = table.as_ptr() as usize;
-    let position = {
-        let mut cache = ATOMS.lock().map_err(|_| arg_error!("atom cache poisoned"))?;
-        if !cache.iter().any(|(k, _)| *k == key) {
-            let atoms: Vec<Atom> = table
-                .iter()
-                .map(|n| Atom::from_str(env, if n.is_empty() { "nx_vulkan_none" } else { n }))
-                .collect::<rustler::NifResult<_>>()
-                .map_err(|_| arg_error!("creating atoms"))?;
-            cache.push((key, atoms));
-        }
-        let (_, atoms) = cache.iter().find(|(k, _)| *k == key).unwrap();
-        atoms.iter().position(|a| *a == op)
-    };
+    if !ATOMS.contains_key(&key) {
+        let atoms: Vec<Atom> = table
+            .iter()
+            .map(|n| Atom::from_str(env, if n.is_empty() { "nx_vulkan_none" } else { n }))
+            .collect::<rustler::NifResult<_>>()
+            .map_err(|_| arg_error!("creating atoms"))?;
+        ATOMS.insert(key, atoms);
+    }
+    let position = ATOMS.get(&key).and_then(|atoms| atoms.iter().position(|a| *a == op));
     match position {
         Some(i) => Ok((i as u32, table[i])),
         None => {
