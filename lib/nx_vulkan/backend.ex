@@ -860,16 +860,19 @@ defmodule Nx.Vulkan.Backend do
     |> Kernel.--(device_unary ++ [:real, :imag, :conjugate])
 
   host_ops =
-    Enum.map(host_unary, &{&1, 2}) ++
-      [reduce: 5, window_reduce: 6] ++
-      [fft: 3, ifft: 3]
+    Enum.map(host_unary, &{&1, 2, "no device kernel yet"}) ++
+      [
+        {:reduce, 5, "the reduction function is Elixir code, run by the host"},
+        {:window_reduce, 6, "the reduction function is Elixir code, run by the host"}
+      ] ++
+      [{:fft, 3, "no device kernel yet"}, {:ifft, 3, "no device kernel yet"}]
 
-  for {op, arity} <- host_ops do
+  for {op, arity, reason} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)
 
     @impl true
     def unquote(op)(unquote_splicing(args)) do
-      Fallback.run(unquote(op), "no device kernel yet", unquote(args))
+      Fallback.run(unquote(op), unquote(reason), unquote(args))
     end
   end
 

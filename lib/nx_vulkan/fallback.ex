@@ -77,6 +77,11 @@ defmodule Nx.Vulkan.Fallback do
     for {{:tag, tag}, n, _} <- :ets.tab2list(@table), into: %{}, do: {tag, n}
   end
 
+  @doc "The last `\"op: reason\"` counted under each tag, as `%{tag => text}`."
+  def tag_reasons do
+    for {{:tag, tag}, _, reason} <- :ets.tab2list(@table), into: %{}, do: {tag, reason}
+  end
+
   defp global_mode do
     case System.get_env("NXV_HOST_FALLBACK") do
       value when value in [nil, ""] ->
@@ -121,7 +126,9 @@ defmodule Nx.Vulkan.Fallback do
 
     case Process.get(@process_tag) do
       nil -> :ok
-      tag -> :ets.update_counter(@table, {:tag, tag}, {2, 1}, {{:tag, tag}, 0, nil})
+      tag ->
+        :ets.update_counter(@table, {:tag, tag}, {2, 1}, {{:tag, tag}, 0, nil})
+        :ets.update_element(@table, {:tag, tag}, {3, "#{op}: #{reason}"})
     end
 
     Nx.Vulkan.Native.flush_for_fallback() |> Nx.Vulkan.Native.unwrap!()

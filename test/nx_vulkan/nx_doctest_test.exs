@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
 
   setup context do
     Fallback.put_process_mode(:raise)
-    ResidencyRegister.count(:resident, context.test)
+    ResidencyRegister.count(:resident, context)
     :ok
   end
 
@@ -26,7 +26,7 @@ defmodule Nx.Vulkan.NxDoctestRegisterTest do
   setup context do
     Fallback.put_process_mode(:allow)
     Fallback.tag_process({ResidencyRegister.entry_of(context.test), context.test})
-    ResidencyRegister.count(:registered, context.test)
+    ResidencyRegister.count(:registered, context)
     :ok
   end
 

@@ -5,27 +5,15 @@ defmodule Nx.Vulkan.ResidencyRegister do
   # the doctest test fails for a new fallback and for a stale entry alike.
   @register %{
     Nx => %{
-      {:acos, 1} => "acos: f64 acos on the device is not yet within libm's last digit",
-      {:acosh, 1} => "acosh: f64 acosh on the device is not yet within libm's last digit",
-      {:asin, 1} => "asin: f64 asin on the device is not yet within libm's last digit",
-      {:asinh, 1} => "asinh: f64 asinh on the device is not yet within libm's last digit",
-      {:atan, 1} => "atan: f64 atan on the device is not yet within libm's last digit",
-      {:atanh, 1} => "atanh: f64 atanh on the device is not yet within libm's last digit",
-      {:cbrt, 1} => "cbrt: f64 cbrt on the device is not yet within libm's last digit",
       {:conv, 3} => "conv: complex input",
-      {:cosh, 1} => "cosh: f64 cosh on the device is not yet within libm's last digit",
-      {:erf, 1} => "erf: f64 erf on the device is not yet within libm's last digit",
-      {:erfc, 1} => "erfc: f64 erfc on the device is not yet within libm's last digit",
       {:fft, 2} => "fft: no device kernel yet",
       {:fft2, 2} => "fft: no device kernel yet",
       {:ifft, 2} => "ifft: no device kernel yet",
       {:ifft2, 2} => "ifft: no device kernel yet",
       {:irfft, 2} => "ifft: no device kernel yet",
-      {:reduce, 4} => "reduce: no device kernel yet",
+      {:reduce, 4} => "reduce: the reduction function is Elixir code, run by the host",
       {:rfft, 2} => "fft: no device kernel yet",
-      {:sinh, 1} => "sinh: f64 sinh on the device is not yet within libm's last digit",
-      {:tan, 1} => "tan: f64 tan on the device is not yet within libm's last digit",
-      {:window_reduce, 5} => "window_reduce: no device kernel yet"
+      {:window_reduce, 5} => "window_reduce: the reduction function is Elixir code, run by the host"
     },
     Nx.LinAlg => %{
       {:cholesky, 1} => "dot: dot on c64 has no device kernel yet",
@@ -56,31 +44,76 @@ defmodule Nx.Vulkan.ResidencyRegister do
 
   def start, do: :ets.new(@table, [:named_table, :public, :set, write_concurrency: true])
 
-  def count(kind, test) do
-    :ets.update_counter(@table, kind, 1, {kind, 0})
-    if kind == :registered, do: :ets.insert(@table, {{:registered_test, test}, true})
+  @doc """
+  Counts a doctest as `:resident` (strict) or `:registered` (allowed to fall back), and whether it
+  is a complex-number doctest: one whose example text builds or prints complex numbers. The
+  issue's residency target counts non-complex doctests.
+  """
+  def count(kind, context) do
+    :ets.insert(@table, {{:test, context.test}, kind, complex_doctest?(context)})
+  end
+
+  # A doctest is complex when its example text (lines doctest_line..end_line of the module's
+  # source) names a complex type or constant, or prints a complex literal such as 1.0+2.0i.
+  @complex_text ~r/Complex\.|:c, ?(64|128)|\bc(64|128)\b|Constants\.i\(|\d(\.\d+)?(e-?\d+)?[+-]\d+(\.\d+)?(e-?\d+)?i\b|\bInfi\b|\bNaNi\b|-?Inf[+-]/
+  defp complex_doctest?(%{doctest: module, doctest_line: first, doctest_data: %{end_line: last}}) do
+    module.module_info(:compile)[:source]
+    |> to_string()
+    |> source_lines()
+    |> Enum.slice((first - 1)..(last - 1)//1)
+    |> Enum.any?(&Regex.match?(@complex_text, &1))
+  end
+
+  defp source_lines(path) do
+    key = {:source, path}
+
+    case :persistent_term.get(key, nil) do
+      nil ->
+        lines = path |> File.read!() |> String.split("\n")
+        :persistent_term.put(key, lines)
+        lines
+
+      lines ->
+        lines
+    end
   end
 
   # Resident: every doctest that ran without a host fallback, strict ones and registered ones.
   def report do
-    counts = Map.new(:ets.tab2list(@table))
-    strict = Map.get(counts, :resident, 0)
-    registered = Map.get(counts, :registered, 0)
-    total = strict + registered
-    tags = Nx.Vulkan.Fallback.tag_counts()
+    tests = for {{:test, test}, kind, complex?} <- :ets.tab2list(@table), do: {test, kind, complex?}
+    reasons = Nx.Vulkan.Fallback.tag_reasons()
+
+    doctests = MapSet.new(tests, &elem(&1, 0))
 
     fell_back =
-      for {{:registered_test, test}, true} <- counts,
-          Enum.any?(tags, fn {tag, n} -> match?({_, ^test}, tag) and n > 0 end),
-          do: test
+      for {{{_module, _fun} = entry, test}, n} <- Nx.Vulkan.Fallback.tag_counts(),
+          n > 0 and MapSet.member?(doctests, test),
+          into: %{},
+          do: {test, {entry, reasons[{entry, test}]}}
 
-    resident = total - length(fell_back)
+    if tests != [] do
+      share("Nx doctest residency", tests, fell_back)
+      share("  non-complex doctests (the issue's target, >= 97%)", Enum.reject(tests, &elem(&1, 2)), fell_back)
+
+      IO.puts("  doctests that leave the device, by register entry (last fallback seen):")
+
+      fell_back
+      |> Enum.group_by(fn {_test, {entry, _}} -> entry end, fn {test, {_, reason}} -> {test, reason} end)
+      |> Enum.sort()
+      |> Enum.each(fn {{module, {fun, arity}}, list} ->
+        IO.puts("    #{inspect(module)}.#{fun}/#{arity}: #{length(list)} (#{elem(hd(list), 1)})")
+      end)
+    end
+  end
+
+  defp share(label, tests, fell_back) do
+    total = length(tests)
+    left = Enum.count(tests, fn {test, _, _} -> Map.has_key?(fell_back, test) end)
 
     if total > 0 do
       IO.puts(
-        "\nNx doctest residency: #{resident} of #{total} doctests stay on the device " <>
-          "(#{Float.round(100 * resident / total, 1)}%); #{length(fell_back)} fall back, in " <>
-          "#{length(registered(Nx)) + length(registered(Nx.LinAlg))} register entries"
+        "\n#{label}: #{total - left} of #{total} stay on the device " <>
+          "(#{Float.round(100 * (total - left) / total, 1)}%); #{left} fall back"
       )
     end
   end

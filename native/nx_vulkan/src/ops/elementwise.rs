@@ -73,12 +73,6 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let (code, name) = op_code(env, op, UNARY_OPS)?;
-    // sin (18) and cos (19) are tight enough in f64; the others are not yet.
-    if dtype == Dtype::F64 && (20..=31).contains(&code) {
-        // f32 rounds these once from the f64 routines and matches the BinaryBackend; in f64 they
-        // are still a few ulps from libm, so f64 takes the host until they are tighter.
-        return Err(unsupported!("f64 {name} on the device is not yet within libm's last digit"));
-    }
     let kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
     let out = alloc(n * dtype.bytes())?;
