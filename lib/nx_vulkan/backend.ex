@@ -112,7 +112,11 @@ defmodule Nx.Vulkan.Backend do
     rank = tuple_size(shape)
     cols = elem(shape, rank - 1)
     rows = elem(shape, rank - 2)
-    Native.iota(type, Nx.size(shape), cols, rows, true) |> result(out, :eye, [out, opts])
+    ct = compute_type(type)
+
+    Native.iota(ct, Nx.size(shape), cols, rows, true)
+    |> result(%{out | type: ct}, :eye, [out, opts])
+    |> cast(type)
   end
 
   @impl true
@@ -126,7 +130,11 @@ defmodule Nx.Vulkan.Backend do
           {shape |> Tuple.to_list() |> Enum.drop(axis + 1) |> Enum.product(), elem(shape, axis)}
       end
 
-    Native.iota(type, Nx.size(shape), inner, dim, false) |> result(out, :iota, [out, axis, opts])
+    ct = compute_type(type)
+
+    Native.iota(ct, Nx.size(shape), inner, dim, false)
+    |> result(%{out | type: ct}, :iota, [out, axis, opts])
+    |> cast(type)
   end
 
   ## Transfer
@@ -419,7 +427,8 @@ defmodule Nx.Vulkan.Backend do
   # Index tuples outside the target are skipped (the BinaryBackend raises).
   for {op, add?} <- [indexed_put: false, indexed_add: true] do
     @impl true
-    def unquote(op)(%T{type: type} = out, target, indices, updates, opts) do
+    def unquote(op)(%T{type: out_type} = out, target, indices, updates, opts) do
+      type = compute_type(out_type)
       target = cast(target, type)
       updates = cast(updates, type)
       indices = cast(indices, {:s, 64})
@@ -434,7 +443,8 @@ defmodule Nx.Vulkan.Backend do
         ref!(updates),
         opts[:axes] || Nx.axes(target.shape)
       )
-      |> result(out, unquote(op), [out, target, indices, updates, opts])
+      |> result(%{out | type: type}, unquote(op), [out, target, indices, updates, opts])
+      |> cast(out_type)
     end
   end
 
@@ -453,8 +463,12 @@ defmodule Nx.Vulkan.Backend do
     def unquote(op)(out, %T{type: {:c, _}} = t), do: complex_unary(unquote(op), out, t)
 
     def unquote(op)(%T{type: type} = out, %T{} = t) do
-      t = cast(t, type)
-      Native.unary_op(unquote(op), type, ref!(t), Nx.size(t)) |> result(out, unquote(op), [out, t])
+      ct = compute_type(type)
+      t = cast(t, ct)
+
+      Native.unary_op(unquote(op), ct, ref!(t), Nx.size(t))
+      |> result(%{out | type: ct}, unquote(op), [out, t])
+      |> cast(type)
     end
   end
 
@@ -465,7 +479,8 @@ defmodule Nx.Vulkan.Backend do
   for op <- @device_arithmetic do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = a, %T{} = b) do
-      binary_op(unquote(op), type, out, cast(a, type), cast(b, type))
+      ct = compute_type(type)
+      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), cast(b, ct)) |> cast(type)
     end
   end
 
@@ -475,7 +490,7 @@ defmodule Nx.Vulkan.Backend do
   for op <- @device_predicates do
     @impl true
     def unquote(op)(%T{} = out, %T{type: a_type} = a, %T{type: b_type} = b) do
-      type = Nx.Type.merge(a_type, b_type)
+      type = a_type |> Nx.Type.merge(b_type) |> compute_type()
       binary_op(unquote(op), type, out, cast(a, type), cast(b, type))
     end
   end
@@ -526,17 +541,20 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{shape: shape} = t, opts) do
       axes = opts[:axes] || Nx.axes(shape)
-      t = cast(t, type)
+      ct = compute_type(type)
+      t = cast(t, ct)
 
-      Native.reduce(unquote(op), type, ref!(t), shape_list(t), axes)
-      |> result(out, unquote(op), [out, t, opts])
+      Native.reduce(unquote(op), ct, ref!(t), shape_list(t), axes)
+      |> result(%{out | type: ct}, unquote(op), [out, t, opts])
+      |> cast(type)
     end
   end
 
   for op <- [:window_sum, :window_product, :window_max, :window_min] do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = t, window, opts) do
-      t = cast(t, type)
+      ct = compute_type(type)
+      t = cast(t, ct)
       rank = tuple_size(window)
       pad_low = Enum.map(opts[:padding] || List.duplicate({0, 0}, rank), &elem(&1, 0))
       strides = opts[:strides] || List.duplicate(1, rank)
@@ -544,7 +562,7 @@ defmodule Nx.Vulkan.Backend do
 
       Native.window_reduce(
         unquote(op),
-        type,
+        ct,
         ref!(t),
         shape_list(t),
         shape_list(out),
@@ -553,21 +571,23 @@ defmodule Nx.Vulkan.Backend do
         pad_low,
         dilations
       )
-      |> result(out, unquote(op), [out, t, window, opts])
+      |> result(%{out | type: ct}, unquote(op), [out, t, window, opts])
+      |> cast(type)
     end
   end
 
   for {op, min?} <- [window_scatter_max: false, window_scatter_min: true] do
     @impl true
     def unquote(op)(%T{type: type} = out, t, source, init_value, window, opts) do
-      t = cast(t, type)
-      source = cast(source, type)
-      init_value = cast(init_value, type)
+      ct = compute_type(type)
+      t = cast(t, ct)
+      source = cast(source, ct)
+      init_value = cast(init_value, ct)
       pad_low = Enum.map(opts[:padding], &elem(&1, 0))
 
       Native.window_scatter(
         unquote(min?),
-        type,
+        ct,
         ref!(t),
         shape_list(t),
         ref!(source),
@@ -577,7 +597,8 @@ defmodule Nx.Vulkan.Backend do
         opts[:strides],
         pad_low
       )
-      |> result(out, unquote(op), [out, t, source, init_value, window, opts])
+      |> result(%{out | type: ct}, unquote(op), [out, t, source, init_value, window, opts])
+      |> cast(type)
     end
   end
 
@@ -597,6 +618,8 @@ defmodule Nx.Vulkan.Backend do
   for op <- [:argmax, :argmin] do
     @impl true
     def unquote(op)(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+      type = compute_type(type)
+      t = cast(t, type)
       axes = if opts[:axis], do: [opts[:axis]], else: Nx.axes(shape)
       index_bytes = if bits == 64, do: 8, else: 4
       index_type = if bits == 64, do: out_type, else: {:s, 32}
@@ -618,8 +641,11 @@ defmodule Nx.Vulkan.Backend do
   # Stable; NaN sorts as the largest value, as in the BinaryBackend.
   @impl true
   def sort(%T{} = out, %T{shape: shape, type: type} = t, opts) do
+    ct = compute_type(type)
+    t = cast(t, ct)
+
     Native.sort(
-      type,
+      ct,
       ref!(t),
       shape_list(t),
       opts[:axis] || max(tuple_size(shape) - 1, 0),
@@ -627,11 +653,14 @@ defmodule Nx.Vulkan.Backend do
       false,
       0
     )
-    |> result(out, :sort, [out, t, opts])
+    |> result(%{out | type: ct}, :sort, [out, t, opts])
+    |> cast(type)
   end
 
   @impl true
   def argsort(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+    type = compute_type(type)
+    t = cast(t, type)
     {index_bytes, index_type} = if bits == 64, do: {8, out_type}, else: {4, {:s, 32}}
     axis = opts[:axis] || max(tuple_size(shape) - 1, 0)
 
@@ -687,11 +716,14 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp classify(op, out, %T{type: type} = t) do
+    type = compute_type(type)
+    t = cast(t, type)
     Native.classify(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
   end
 
   @impl true
-  def dot(%T{type: type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+  def dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+    type = compute_type(out_type)
     a = cast(a, type)
     b = cast(b, type)
 
@@ -706,7 +738,8 @@ defmodule Nx.Vulkan.Backend do
       b_contract,
       b_batch
     )
-    |> result(out, :dot, [out, a, a_contract, a_batch, b, b_contract, b_batch])
+    |> result(%{out | type: type}, :dot, [out, a, a_contract, a_batch, b, b_contract, b_batch])
+    |> cast(out_type)
   end
 
   # The BinaryBackend's formulation (transposes and reversals become strides and the direction
@@ -715,7 +748,8 @@ defmodule Nx.Vulkan.Backend do
   def triangular_solve(%T{type: {:c, _}} = out, a, b, opts),
     do: Fallback.run(:triangular_solve, "complex input", [out, a, b, opts])
 
-  def triangular_solve(%T{type: type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts) do
+  def triangular_solve(%T{type: out_type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts) do
+    type = compute_type(out_type)
     a = cast(a, type)
     b = cast(b, type)
     rank = tuple_size(a_shape)
@@ -754,23 +788,56 @@ defmodule Nx.Vulkan.Backend do
       if(left? == transpose?, do: {1, n}, else: {n, 1}),
       b_strides
     )
-    |> result(out, :triangular_solve, [out, a, b, opts])
+    |> result(%{out | type: type}, :triangular_solve, [out, a, b, opts])
+    |> cast(out_type)
   end
 
   # conv as im2col on the device: pad/dilate with pad, gather every window into one patches
   # tensor with a single strided copy, then one batched dot (the feature groups as its batch).
-  # Sums run in the dot's order, not the BinaryBackend's. batch_group_size > 1 falls back.
+  # Sums run in the dot's order, not the BinaryBackend's.
   @impl true
   def conv(%T{type: {:c, _}} = out, t, k, opts),
     do: Fallback.run(:conv, "complex input", [out, t, k, opts])
 
   def conv(out, t, k, opts) do
-    if opts[:batch_group_size] != 1 do
-      Fallback.run(:conv, "batch_group_size > 1", [out, t, k, opts])
-    else
-      Nx.with_default_backend(__MODULE__, fn -> im2col_conv(out, t, k, opts) end)
-    end
+    Nx.with_default_backend(__MODULE__, fn ->
+      if opts[:batch_group_size] == 1,
+        do: im2col_conv(out, t, k, opts),
+        else: batch_grouped_conv(out, t, k, opts)
+    end)
   end
+
+  # Batch groups (as XLA and the BinaryBackend define them): group g convolves input batches
+  # g * n/G ... with output features g * f/G ..., and output batch i gathers every group's
+  # features for batch i of each group. One ungrouped conv per group, joined along features.
+  defp batch_grouped_conv(%T{type: type} = out, input, kernel, opts) do
+    groups = opts[:batch_group_size]
+    t = input |> Nx.rename(nil) |> Nx.transpose(axes: opts[:input_permutation])
+    k = kernel |> Nx.rename(nil) |> Nx.transpose(axes: opts[:kernel_permutation])
+    n = div(elem(t.shape, 0), groups)
+    f = div(elem(k.shape, 0), groups)
+
+    conv_opts =
+      Keyword.take(opts, [:strides, :padding, :input_dilation, :kernel_dilation]) ++
+        [feature_group_size: opts[:feature_group_size]]
+
+    result =
+      for g <- 0..(groups - 1) do
+        Nx.conv(
+          Nx.slice_along_axis(t, g * n, n, axis: 0),
+          Nx.slice_along_axis(k, g * f, f, axis: 0),
+          conv_opts
+        )
+      end
+      |> Nx.concatenate(axis: 1)
+      |> cast(type)
+      |> Nx.transpose(axes: inverse_permutation(opts[:output_permutation]))
+
+    %{out | data: result.data}
+  end
+
+  defp inverse_permutation(axes),
+    do: axes |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
 
   defp im2col_conv(%T{type: type} = out, input, kernel, opts) do
     t = input |> cast(type) |> Nx.rename(nil) |> Nx.transpose(axes: opts[:input_permutation])
@@ -836,10 +903,7 @@ defmodule Nx.Vulkan.Backend do
       |> Nx.transpose(axes: [1, 0, length(out_spatial) + 2] ++ spatial_axes)
       |> Nx.reshape(List.to_tuple([n, f | out_spatial]))
 
-    inverse =
-      opts[:output_permutation] |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
-
-    result = Nx.transpose(result, axes: inverse)
+    result = Nx.transpose(result, axes: inverse_permutation(opts[:output_permutation]))
     %{out | data: result.data, shape: out_shape}
   end
 
@@ -893,6 +957,11 @@ defmodule Nx.Vulkan.Backend do
   defp ref!(%T{} = t) do
     t |> Nx.to_binary() |> pad_to_bytes() |> Native.upload() |> Native.unwrap!()
   end
+
+  # bf16 has no arithmetic kernels: it computes as f32 (an exact widening) and narrows once at
+  # the end, as the BinaryBackend does (f64 math, rounded to f32, truncated to bf16).
+  defp compute_type({:bf, 16}), do: {:f, 32}
+  defp compute_type(type), do: type
 
   defp cast(%T{type: type} = t, type), do: t
   defp cast(%T{} = t, type), do: as_type(%{t | type: type}, t)

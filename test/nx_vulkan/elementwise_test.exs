@@ -196,6 +196,24 @@ defmodule Nx.Vulkan.ElementwiseTest do
       assert Nx.to_flat_list(Nx.tanh(dev([:infinity, :neg_infinity], type: :f64))) == [1.0, -1.0]
     end
 
+    # Where the BinaryBackend's answers are off (term ordering puts atoms above numbers, so
+    # sign(-Inf) and sign(NaN) are 1.0; atan2(y, -Inf) is +pi for every y) or it raises (floor
+    # of NaN, x / 0.0), the device answers as C and IEEE 754 do.
+    test "IEEE answers where the BinaryBackend has none or a wrong one" do
+      for type <- [:f32, :f64] do
+        t = dev([:nan, :infinity, :neg_infinity, -0.0, 0.0, -2.5], type: type)
+        assert Nx.to_flat_list(Nx.sign(t)) == [:nan, 1.0, -1.0, -0.0, 0.0, -1.0]
+        assert Nx.to_binary(Nx.sign(t[3])) == Nx.to_binary(Nx.tensor(-0.0, type: type))
+        assert Nx.to_flat_list(Nx.floor(t)) == [:nan, :infinity, :neg_infinity, -0.0, 0.0, -3.0]
+        assert Nx.to_flat_list(Nx.divide(dev([1.0, -1.0, 0.0], type: type), 0.0)) == [:infinity, :neg_infinity, :nan]
+
+        y = dev([-1.0, 1.0, -0.0, 0.0], type: type)
+        x = dev([:neg_infinity, :neg_infinity, -1.0, -1.0], type: type)
+        pi = Nx.to_number(Nx.tensor(:math.pi(), type: type))
+        assert Nx.to_flat_list(Nx.atan2(y, x)) == [-pi, pi, -pi, pi]
+      end
+    end
+
     test "f32 exp/log/tanh/sigmoid round exactly like the BinaryBackend on typical inputs" do
       t = random({1000}, :f32, 8.0, 11)
 

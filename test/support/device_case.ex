@@ -75,14 +75,40 @@ defmodule Nx.Vulkan.DeviceCase do
     host = Nx.backend_copy(actual, Nx.BinaryBackend)
 
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
-      if opts[:atol] || opts[:rtol] do
-        Nx.Testing.assert_all_close(host, expected,
-          atol: opts[:atol] || 0.0,
-          rtol: opts[:rtol] || 0.0
-        )
-      else
-        Nx.Testing.assert_equal(host, expected)
+      cond do
+        !(opts[:atol] || opts[:rtol]) ->
+          Nx.Testing.assert_equal(host, expected)
+
+        match?({:c, _}, expected.type) ->
+          Nx.Testing.assert_all_close(host, expected, atol: opts[:atol] || 0.0, rtol: opts[:rtol] || 0.0)
+
+        true ->
+          assert_close(host, expected, opts[:atol] || 0.0, opts[:rtol] || 0.0)
       end
     end)
+  end
+
+  # Element by element: NaN only matches NaN, infinities match exactly, finite values within
+  # atol + rtol |expected|. Reports the first mismatches with their flat index.
+  defp assert_close(actual, expected, atol, rtol) do
+    mismatches =
+      Enum.zip([Nx.to_flat_list(actual), Nx.to_flat_list(expected), Stream.iterate(0, &(&1 + 1))])
+      |> Enum.reject(fn
+        {a, a, _} -> true
+        {a, e, _} when is_number(a) and is_number(e) -> abs(a - e) <= atol + rtol * abs(e)
+        _ -> false
+      end)
+
+    if mismatches != [] do
+      shown =
+        mismatches
+        |> Enum.take(5)
+        |> Enum.map_join(", ", fn {a, e, i} -> "[#{i}] #{inspect(a)} (expected #{inspect(e)})" end)
+
+      flunk(
+        "#{length(mismatches)} of #{Nx.size(expected)} elements differ by more than " <>
+          "atol #{atol} + rtol #{rtol}: #{shown}"
+      )
+    end
   end
 end

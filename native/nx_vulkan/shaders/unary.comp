@@ -93,7 +93,7 @@ W apply(W a) {
   switch (OP) {
     case 0: return -a;                                  // negate
     case 1: return abs(a);                              // abs
-    case 2: return isnan(a) ? a : sign(a);              // sign
+    case 2: return (isnan(a) || a == W(0)) ? a : sign(a); // sign (keeps -0.0)
     case 3: return floor(a);                            // floor
     case 4: return ceil(a);                             // ceil
     case 5: return round_half_away(a);                  // round (half away from zero, as Nx)

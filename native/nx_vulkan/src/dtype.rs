@@ -56,7 +56,7 @@ impl Dtype {
             U64 => "u64",
             C64 => "c64",
             C128 => "c128",
-            Other => "this type",
+            Other => "sub-byte and 8-bit float types",
         }
     }
 }
