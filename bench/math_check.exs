@@ -28,18 +28,59 @@ key = Nx.Random.key(5)
 host = fn fun -> Nx.with_default_backend(Nx.BinaryBackend, fun) end
 
 specials = [
-  0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 1.0e-300, -1.0e-300, 5.0e-324, 1.0e300, -1.0e300,
-  1.0e22, 6381956970095103.0 * 2.0e0 ** 797, 1.5707963267948966, 3.141592653589793, 0.1, 0.9,
-  0.84375, 1.25, 2.857142857142857, 6.0, 22.0, 28.0, 709.7, 710.4, -709.7, 745.0, -745.2
+  0.0,
+  -0.0,
+  1.0,
+  -1.0,
+  0.5,
+  -0.5,
+  2.0,
+  1.0e-300,
+  -1.0e-300,
+  5.0e-324,
+  1.0e300,
+  -1.0e300,
+  1.0e22,
+  6_381_956_970_095_103.0 * 2.0e0 ** 797,
+  1.5707963267948966,
+  3.141592653589793,
+  0.1,
+  0.9,
+  0.84375,
+  1.25,
+  2.857142857142857,
+  6.0,
+  22.0,
+  28.0,
+  709.7,
+  710.4,
+  -709.7,
+  745.0,
+  -745.2
 ]
 
 # {op, uniform range}: the uniform part stays where the function is defined.
 ops = [
-  exp: {-700.0, 700.0}, expm1: {-40.0, 40.0}, log: {0.0, 1.0e6}, log1p: {-1.0, 10.0},
-  tanh: {-25.0, 25.0}, sigmoid: {-40.0, 40.0}, sin: {-1.0e6, 1.0e6}, cos: {-1.0e6, 1.0e6},
-  tan: {-10.0, 10.0}, asin: {-1.0, 1.0}, acos: {-1.0, 1.0}, atan: {-5.0, 5.0},
-  sinh: {-30.0, 30.0}, cosh: {-30.0, 30.0}, asinh: {-10.0, 10.0}, acosh: {1.0, 10.0},
-  atanh: {-1.0, 1.0}, cbrt: {-1000.0, 1000.0}, erf: {-6.0, 6.0}, erfc: {-6.0, 30.0}
+  exp: {-700.0, 700.0},
+  expm1: {-40.0, 40.0},
+  log: {0.0, 1.0e6},
+  log1p: {-1.0, 10.0},
+  tanh: {-25.0, 25.0},
+  sigmoid: {-40.0, 40.0},
+  sin: {-1.0e6, 1.0e6},
+  cos: {-1.0e6, 1.0e6},
+  tan: {-10.0, 10.0},
+  asin: {-1.0, 1.0},
+  acos: {-1.0, 1.0},
+  atan: {-5.0, 5.0},
+  sinh: {-30.0, 30.0},
+  cosh: {-30.0, 30.0},
+  asinh: {-10.0, 10.0},
+  acosh: {1.0, 10.0},
+  atanh: {-1.0, 1.0},
+  cbrt: {-1000.0, 1000.0},
+  erf: {-6.0, 6.0},
+  erfc: {-6.0, 30.0}
 ]
 
 # Distance in ulps between the bit patterns, read as integers (floats do not decode NaN/Inf):
@@ -49,7 +90,11 @@ ulps = fn type, expected, actual ->
   import Bitwise
   magnitude = (1 <<< (bits - 1)) - 1
   exponent_mask = if type == :f32, do: 0x7F800000, else: 0x7FF0000000000000
-  nan? = fn i -> (i &&& exponent_mask) == exponent_mask and (i &&& magnitude &&& bnot(exponent_mask)) != 0 end
+
+  nan? = fn i ->
+    (i &&& exponent_mask) == exponent_mask and (i &&& magnitude &&& bnot(exponent_mask)) != 0
+  end
+
   line = fn i -> if i >= 0, do: i, else: -(i &&& magnitude) end
 
   Enum.zip_with(
@@ -125,10 +170,12 @@ for type <- [:f32, :f64], {op, {lo, hi}} <- ops do
   worst = Enum.max(diffs)
 
   :io.format("~-7s ~-5s ~-11s ~-14s ~-10s ~B~n", [
-    Atom.to_string(op), Atom.to_string(type),
+    Atom.to_string(op),
+    Atom.to_string(type),
     "#{Float.round(100 * exact / length(diffs), 3)}%",
     "#{Float.round(100 * close / length(diffs), 3)}%",
-    inspect(worst), length(diffs)
+    inspect(worst),
+    length(diffs)
   ])
 end
 
@@ -141,7 +188,9 @@ for type <- [:f32, :f64] do
       {y, key} = Nx.Random.uniform(key, -40.0, 40.0, shape: {n}, type: :f64)
       {ints, _} = Nx.Random.randint(key, -30, 30, shape: {n})
       half = Nx.iota({n}) |> Nx.remainder(2)
-      {Nx.pow(10.0, e) |> Nx.as_type(type), Nx.select(half, Nx.as_type(ints, :f64), y) |> Nx.as_type(type)}
+
+      {Nx.pow(10.0, e) |> Nx.as_type(type),
+       Nx.select(half, Nx.as_type(ints, :f64), y) |> Nx.as_type(type)}
     end)
 
   pairs =
@@ -157,13 +206,17 @@ for type <- [:f32, :f64] do
 
   {base, exponent} =
     host.(fn ->
-      {Nx.tensor(Enum.map(pairs, &elem(&1, 0)), type: type), Nx.tensor(Enum.map(pairs, &elem(&1, 1)), type: type)}
+      {Nx.tensor(Enum.map(pairs, &elem(&1, 0)), type: type),
+       Nx.tensor(Enum.map(pairs, &elem(&1, 1)), type: type)}
     end)
 
   expected = host.(fn -> Nx.pow(base, exponent) end)
 
   actual =
-    Nx.pow(Nx.backend_transfer(base, Nx.Vulkan.Backend), Nx.backend_transfer(exponent, Nx.Vulkan.Backend))
+    Nx.pow(
+      Nx.backend_transfer(base, Nx.Vulkan.Backend),
+      Nx.backend_transfer(exponent, Nx.Vulkan.Backend)
+    )
     |> Nx.backend_transfer(Nx.BinaryBackend)
 
   diffs = ulps.(type, expected, actual)
@@ -171,9 +224,11 @@ for type <- [:f32, :f64] do
   close = Enum.count(diffs, &(&1 != :infinity and &1 <= 1))
 
   :io.format("~-7s ~-5s ~-11s ~-14s ~-10s ~B~n", [
-    "pow", Atom.to_string(type),
+    "pow",
+    Atom.to_string(type),
     "#{Float.round(100 * exact / length(diffs), 3)}%",
     "#{Float.round(100 * close / length(diffs), 3)}%",
-    inspect(Enum.max(diffs)), length(diffs)
+    inspect(Enum.max(diffs)),
+    length(diffs)
   ])
 end

@@ -91,7 +91,16 @@ defmodule Nx.Vulkan.Backend do
         Native.fill(bytes, Nx.size(out), bits) |> result(out, :constant, [out, number, opts])
 
       _ ->
-        Fallback.run(:constant, "no fill kernel for #{Nx.Type.to_string(type)}", [out, number, opts])
+        # c128 (no 16-byte fill kernel): upload the one value, broadcast it with stride 0.
+        scalar = Nx.BinaryBackend.constant(%{out | shape: {}}, number, [])
+        one = from_binary(scalar, Nx.BinaryBackend.to_binary(scalar, 1), [])
+
+        view(out, one, 0, List.duplicate(0, tuple_size(out.shape))) ||
+          Fallback.run(:constant, "no fill kernel for #{Nx.Type.to_string(type)}", [
+            out,
+            number,
+            opts
+          ])
     end
   end
 
@@ -291,7 +300,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def concatenate(%T{shape: out_shape, type: type} = out, tensors, axis) do
-    with bytes when bytes != nil <- elem_bytes(type),
+    with bytes when bytes != nil <- copy_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
@@ -309,7 +318,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def stack(%T{shape: out_shape, type: type} = out, tensors, axis) do
-    with bytes when bytes != nil <- elem_bytes(type),
+    with bytes when bytes != nil <- copy_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
@@ -332,7 +341,7 @@ defmodule Nx.Vulkan.Backend do
   def put_slice(%T{shape: shape, type: type} = out, t, starts, slice) do
     slice = cast(slice, type)
 
-    with bytes when bytes != nil <- elem_bytes(type),
+    with bytes when bytes != nil <- copy_bytes(type),
          %T{data: %__MODULE__{ref: dst}} <- copy(cast(t, type)) do
       starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
       strides = contiguous_strides(shape)
@@ -346,7 +355,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
-    with bytes when bytes != nil <- elem_bytes(type),
+    with bytes when bytes != nil <- copy_bytes(type),
          # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
          %T{data: %__MODULE__{ref: dst}} <-
            view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
@@ -748,7 +757,12 @@ defmodule Nx.Vulkan.Backend do
   def triangular_solve(%T{type: {:c, _}} = out, a, b, opts),
     do: Fallback.run(:triangular_solve, "complex input", [out, a, b, opts])
 
-  def triangular_solve(%T{type: out_type} = out, %T{shape: a_shape} = a, %T{shape: b_shape} = b, opts) do
+  def triangular_solve(
+        %T{type: out_type} = out,
+        %T{shape: a_shape} = a,
+        %T{shape: b_shape} = b,
+        opts
+      ) do
     type = compute_type(out_type)
     a = cast(a, type)
     b = cast(b, type)
@@ -907,6 +921,50 @@ defmodule Nx.Vulkan.Backend do
     %{out | data: result.data, shape: out_shape}
   end
 
+  ## Fourier transforms
+
+  # Along `axis`: moved last, padded or sliced to `length`, cast to c128; the NIF computes as
+  # the BinaryBackend does (radix-2 with DFT leaves, Bluestein beyond) in f64, and the result is
+  # rounded to the output type once, as there.
+  for {op, inverse?} <- [fft: false, ifft: true] do
+    @impl true
+    def unquote(op)(%T{type: type, shape: out_shape} = out, %T{shape: shape} = t, opts) do
+      n = opts[:length]
+      axis = opts[:axis]
+      last = tuple_size(shape) - 1
+
+      perm =
+        Enum.map(0..last, fn
+          ^axis -> last
+          ^last -> axis
+          ax -> ax
+        end)
+
+      Nx.with_default_backend(__MODULE__, fn ->
+        x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: perm)
+        len = elem(x.shape, last)
+
+        x =
+          cond do
+            len < n -> Nx.pad(x, 0, List.duplicate({0, 0, 0}, last) ++ [{0, n - len, 0}])
+            len > n -> Nx.slice_along_axis(x, 0, n, axis: last)
+            true -> x
+          end
+
+        rows = div(Nx.size(x), n)
+
+        with true <- rows > 0,
+             {:ok, ref} <- Native.fft(unquote(inverse?), rows, n, ref!(x), opts[:eps] * 1.0) do
+          result = ref |> wrap(x) |> cast(type) |> Nx.transpose(axes: perm)
+          %{out | data: result.data, shape: out_shape}
+        else
+          false -> constant(out, 0, [])
+          error -> result(error, out, unquote(op), [out, t, opts])
+        end
+      end)
+    end
+  end
+
   ## Block
 
   @impl true
@@ -928,8 +986,7 @@ defmodule Nx.Vulkan.Backend do
       [
         {:reduce, 5, "the reduction function is Elixir code, run by the host"},
         {:window_reduce, 6, "the reduction function is Elixir code, run by the host"}
-      ] ++
-      [{:fft, 3, "no device kernel yet"}, {:ifft, 3, "no device kernel yet"}]
+      ]
 
   for {op, arity, reason} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)
@@ -973,7 +1030,7 @@ defmodule Nx.Vulkan.Backend do
   defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
     strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
 
-    with bytes when bytes != nil <- elem_bytes(type),
+    with bytes when bytes != nil <- copy_bytes(type),
          {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
       wrap(ref, out)
     else
@@ -1001,6 +1058,10 @@ defmodule Nx.Vulkan.Backend do
 
   defp elem_bytes({_, bits}) when bits >= 8 and bits <= 64, do: div(bits, 8)
   defp elem_bytes(_), do: nil
+
+  # Strided copies also move c128 (as pairs of 8-byte halves).
+  defp copy_bytes({:c, 128}), do: 16
+  defp copy_bytes(type), do: elem_bytes(type)
 
   defp shape_list(%T{shape: shape}), do: Tuple.to_list(shape)
 

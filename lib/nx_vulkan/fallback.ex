@@ -125,7 +125,9 @@ defmodule Nx.Vulkan.Fallback do
     :ets.update_element(@table, op, {3, reason})
 
     case Process.get(@process_tag) do
-      nil -> :ok
+      nil ->
+        :ok
+
       tag ->
         :ets.update_counter(@table, {:tag, tag}, {2, 1}, {{:tag, tag}, 0, nil})
         :ets.update_element(@table, {:tag, tag}, {3, "#{op}: #{reason}"})

@@ -45,6 +45,7 @@ defmodule Nx.Vulkan.Native do
 
   # ops/elementwise.rs
   def unary_op(_op, _type, _x, _n), do: nif_error()
+  def fft(_inverse, _rows, _n, _x, _eps), do: nif_error()
   def binary_op(_op, _type, _a, _a_shape, _b, _b_shape, _out_shape), do: nif_error()
   def classify(_op, _type, _x, _n), do: nif_error()
   def complex_unary(_op, _type, _x, _n), do: nif_error()

@@ -173,7 +173,12 @@ defmodule Nx.Vulkan.ElementwiseTest do
     test "f64 trigonometric, hyperbolic, error and cube-root functions on the device" do
       wide = random({2000}, :f64, 30.0, 19)
       unit = random({2000}, :f64, 1.0, 20)
-      huge = dev([1.0e22, -1.0e300, 6381956970095103.0 * 2.0 ** 797, 1.0e6, 1.7e308, 3.0e9], type: :f64)
+
+      huge =
+        dev([1.0e22, -1.0e300, 6_381_956_970_095_103.0 * 2.0 ** 797, 1.0e6, 1.7e308, 3.0e9],
+          type: :f64
+        )
+
       ulp = [rtol: 2.3e-16, atol: 1.0e-300]
 
       for op <- [:sin, :cos, :tan, :atan, :sinh, :cosh, :asinh, :cbrt, :erf, :erfc, :tanh],
@@ -183,7 +188,8 @@ defmodule Nx.Vulkan.ElementwiseTest do
       assert_device(&Nx.acosh/1, [Nx.add(Nx.abs(wide), 1.0)], ulp)
       # Payne-Hanek reduction: huge arguments keep their digits (glibc is 8 ulps off on the hard
       # case 6381956970095103 * 2^797, where the device is correctly rounded).
-      for op <- [:sin, :cos], do: assert_device(&apply(Nx, op, [&1]), [huge], rtol: 2.0e-15, atol: 1.0e-18)
+      for op <- [:sin, :cos],
+          do: assert_device(&apply(Nx, op, [&1]), [huge], rtol: 2.0e-15, atol: 1.0e-18)
     end
 
     test "f64 special values" do
@@ -205,7 +211,12 @@ defmodule Nx.Vulkan.ElementwiseTest do
         assert Nx.to_flat_list(Nx.sign(t)) == [:nan, 1.0, -1.0, -0.0, 0.0, -1.0]
         assert Nx.to_binary(Nx.sign(t[3])) == Nx.to_binary(Nx.tensor(-0.0, type: type))
         assert Nx.to_flat_list(Nx.floor(t)) == [:nan, :infinity, :neg_infinity, -0.0, 0.0, -3.0]
-        assert Nx.to_flat_list(Nx.divide(dev([1.0, -1.0, 0.0], type: type), 0.0)) == [:infinity, :neg_infinity, :nan]
+
+        assert Nx.to_flat_list(Nx.divide(dev([1.0, -1.0, 0.0], type: type), 0.0)) == [
+                 :infinity,
+                 :neg_infinity,
+                 :nan
+               ]
 
         y = dev([-1.0, 1.0, -0.0, 0.0], type: type)
         x = dev([:neg_infinity, :neg_infinity, -1.0, -1.0], type: type)

@@ -31,7 +31,9 @@ defmodule Nx.Vulkan.FallbackTest do
     result = Nx.add(dev([1, -2, 3], type: :s4), dev([3, 4, -5], type: :s4))
     assert Nx.to_flat_list(result) == [4, 2, -2]
     assert Fallback.count() == %{add: 1}
-    assert Fallback.reasons().add == "add on sub-byte and 8-bit float types has no device kernel yet"
+
+    assert Fallback.reasons().add ==
+             "add on sub-byte and 8-bit float types has no device kernel yet"
   end
 
   test "reset clears the census" do
@@ -44,7 +46,9 @@ defmodule Nx.Vulkan.FallbackTest do
   test "strict mode :raise names the op and the reason" do
     Application.put_env(:nx_vulkan, :host_fallback, :raise)
     error = assert_raise Nx.Vulkan.Error, fn -> host_sum(dev([1.0])) end
-    assert error.message == "reduce would fall back to the host (#{@reason}); host_fallback is :raise"
+
+    assert error.message ==
+             "reduce would fall back to the host (#{@reason}); host_fallback is :raise"
 
     assert Fallback.count() == %{}
     # Ops with kernels are unaffected.

@@ -80,7 +80,10 @@ defmodule Nx.Vulkan.DeviceCase do
           Nx.Testing.assert_equal(host, expected)
 
         match?({:c, _}, expected.type) ->
-          Nx.Testing.assert_all_close(host, expected, atol: opts[:atol] || 0.0, rtol: opts[:rtol] || 0.0)
+          Nx.Testing.assert_all_close(host, expected,
+            atol: opts[:atol] || 0.0,
+            rtol: opts[:rtol] || 0.0
+          )
 
         true ->
           assert_close(host, expected, opts[:atol] || 0.0, opts[:rtol] || 0.0)

@@ -6,13 +6,7 @@ defmodule Nx.Vulkan.ResidencyRegister do
   @register %{
     Nx => %{
       {:conv, 3} => "conv: complex input",
-      {:fft, 2} => "fft: no device kernel yet",
-      {:fft2, 2} => "fft: no device kernel yet",
-      {:ifft, 2} => "ifft: no device kernel yet",
-      {:ifft2, 2} => "ifft: no device kernel yet",
-      {:irfft, 2} => "ifft: no device kernel yet",
       {:reduce, 4} => "reduce: the reduction function is Elixir code, run by the host",
-      {:rfft, 2} => "fft: no device kernel yet",
       {:window_reduce, 5} => "window_reduce: the reduction function is Elixir code, run by the host"
     },
     Nx.LinAlg => %{
@@ -93,12 +87,19 @@ defmodule Nx.Vulkan.ResidencyRegister do
 
     if tests != [] do
       share("Nx doctest residency", tests, fell_back)
-      share("  non-complex doctests (the issue's target, >= 97%)", Enum.reject(tests, &elem(&1, 2)), fell_back)
+
+      share(
+        "  non-complex doctests (the issue's target, >= 97%)",
+        Enum.reject(tests, &elem(&1, 2)),
+        fell_back
+      )
 
       IO.puts("  doctests that leave the device, by register entry (last fallback seen):")
 
       fell_back
-      |> Enum.group_by(fn {_test, {entry, _}} -> entry end, fn {test, {_, reason}} -> {test, reason} end)
+      |> Enum.group_by(fn {_test, {entry, _}} -> entry end, fn {test, {_, reason}} ->
+        {test, reason}
+      end)
       |> Enum.sort()
       |> Enum.each(fn {{module, {fun, arity}}, list} ->
         IO.puts("    #{inspect(module)}.#{fun}/#{arity}: #{length(list)} (#{elem(hd(list), 1)})")

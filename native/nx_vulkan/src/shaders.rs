@@ -241,6 +241,8 @@ kernels! {
     gather_b8 => "shaders/gather.comp", "T" = "uint64_t";
 
     convert => "shaders/convert.comp";
+
+    fft => "shaders/fft.comp";
 }
 
 /// Kernel families that come in one variant per numeric dtype.

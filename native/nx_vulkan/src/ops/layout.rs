@@ -25,6 +25,12 @@ pub fn strided_copy(
     if src_strides.len() != dims.len() || dst_strides.len() != dims.len() {
         return Err(arg_error!("strides and dims must have the same length"));
     }
+    if elem_bytes == 16 {
+        // c128: pairs of 8-byte halves, with the pair as an innermost axis.
+        let pairs = |strides: &[i64]| strides.iter().map(|s| s * 2).chain([1]).collect::<Vec<_>>();
+        let dims: Vec<u64> = dims.iter().copied().chain([2]).collect();
+        return strided_copy(8, src, src_offset * 2, &pairs(src_strides), dst, dst_offset * 2, &pairs(dst_strides), &dims);
+    }
     check_extent(src, elem_bytes, src_offset, dims, src_strides)?;
     check_extent(dst, elem_bytes, dst_offset, dims, dst_strides)?;
     let n = element_count(dims);

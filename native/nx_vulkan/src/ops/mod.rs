@@ -2,6 +2,7 @@
 //! descriptions for the queue; the shared helpers here handle strided operands and push constants.
 pub mod convert;
 pub mod elementwise;
+pub mod fft;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;
