@@ -9,15 +9,18 @@
 //   * otherwise Bluestein's algorithm with M = 2^ceil(log2(2n - 1)), chirp w_k = e^(-i pi k^2 / n).
 // ifft is conj(fft(conj(x))) / n, divided as the complex library divides by a real number.
 //
+// Bindings: 0 src and 1 aux are read, 2 dst is written (the queue's hazard tracking relies on
+// every kernel writing only its last binding).
 // Ops (specialization constant 0), with the push constants each reads:
 //   0 leaf:      dst[row, b m + k] = DFT_m over i of src[row, r + 2^p i], r = bitreverse_p(b);
 //                src conjugated on load when pc[5] & 1. One invocation per output element.
 //   1 stage:     in place on dst: butterflies pairing (q L + k, q L + h + k), h = pc[4], L = 2h.
 //   2 finish:    in place on dst: if pc[5] & 2, conj(z) / pc[1]; then |re|, |im| <= eps -> 0.
 //   3 prepare:   Bluestein: dst[row, j] = w_j src[row, j] (conj'd first when pc[5] & 1) for
-//                j < n, 0 up to M; aux[j] = the chirp filter conj(w) laid out circularly.
+//                j < n, 0 up to M.
 //   4 multiply:  dst[row, j] = conj(dst[row, j] aux[j]) (the inverse transform's conjugation).
 //   5 chirp:     dst[row, k] = (conj(src[row, k]) / M) w_k for k < n (src rows have length M).
+//   6 filter:    dst[j] = the chirp filter conj(w) laid out circularly over M.
 // pc[0] rows, pc[1] n, pc[2] m (leaf length), pc[3] p (radix-2 levels), pc[4] h, pc[5] flags,
 // pc[6] invocations, pc[7] M, pc[8..9] eps as f64 bits (low, high).
 #include "common.glsl"
@@ -25,8 +28,8 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer Src { dvec2 src[]; };
-layout(set = 0, binding = 1) buffer Dst { dvec2 dst[]; };
-layout(set = 0, binding = 2) buffer Aux { dvec2 aux[]; };
+layout(set = 0, binding = 1) readonly buffer Aux { dvec2 aux[]; };
+layout(set = 0, binding = 2) buffer Dst { dvec2 dst[]; };
 
 const double MINUS_TWO_PI = -6.283185307179586lf;
 const double MINUS_PI = -3.141592653589793lf;
@@ -121,12 +124,13 @@ void main() {
     } else {
       dst[id] = dvec2(0.0lf);
     }
-    if (row == 0u) {
-      // b = conj(w_0 .. w_{n-1}), zeros, conj(w_{n-1} .. w_1)
-      if (j < n) aux[j] = conj(chirp(j, n));
-      else if (j <= big - n) aux[j] = dvec2(0.0lf);
-      else aux[j] = conj(chirp(big - j, n));
-    }
+  } else if (OP == 6u) {
+    // b = conj(w_0 .. w_{n-1}), zeros, conj(w_{n-1} .. w_1)
+    uint big = pc[7];
+    uint j = id;
+    if (j < n) dst[j] = conj(chirp(j, n));
+    else if (j <= big - n) dst[j] = dvec2(0.0lf);
+    else dst[j] = conj(chirp(big - j, n));
   } else if (OP == 4u) {
     uint big = pc[7];
     uint j = id % big;

@@ -168,7 +168,8 @@ double scale2(double x, int k) {
 const double INVLN2 = 1.44269504088896338700e+00lf;
 
 // expm1 (fdlibm s_expm1.c, with glibc's evaluation order of the rational approximation).
-double expm1_64(double x) {
+double expm1_64(double x_in) {
+  precise double x = x_in;  // reduced in place below: every step must round as written
   const double Q1 = -3.33333333333331316428e-02lf;
   const double Q2 = 1.58730158725481460165e-03lf;
   const double Q3 = -7.93650757867487942473e-05lf;
@@ -212,17 +213,25 @@ double expm1_64(double x) {
   precise double r1 = R1 + h2 * R2 + h4 * R3;
   t = 3.0lf - r1 * hfx;
   e = hxs * ((r1 - t) / (6.0lf - x * t));
-  if (k == 0) return x - (x * e - hxs);
+  precise double res;
+  if (k == 0) {
+    res = x - (x * e - hxs);
+    return res;
+  }
   e = (x * (e - c) - c);
   e -= hxs;
-  if (k == -1) return 0.5lf * (x - e) - 0.5lf;
+  if (k == -1) {
+    res = 0.5lf * (x - e) - 0.5lf;
+    return res;
+  }
   if (k == 1) {
-    if (x < -0.25lf) return -2.0lf * (e - (x + 0.5lf));
-    return 1.0lf + 2.0lf * (x - e);
+    res = x < -0.25lf ? -2.0lf * (e - (x + 0.5lf)) : 1.0lf + 2.0lf * (x - e);
+    return res;
   }
   if (k <= -2 || k > 56) {
     y = 1.0lf - (e - x);
-    return scale2(y, k) - 1.0lf;
+    res = scale2(y, k) - 1.0lf;
+    return res;
   }
   if (k < 20) {
     t = with_words(0x3ff00000u - (0x200000u >> uint(k)), 0u);  // 1 - 2^-k
@@ -293,8 +302,10 @@ void log_dd(double x, out double hi, out double lo) {
   precise double l2 = (h1 - (h2 - bv2)) + (t - bv2);
   precise double low = (l1 + l2) + (te + tail + 2.0lf * s_lo + dk * LN2_LO);
   precise double r = h2 + low;
+  // `precise` on every step of the tail: GPU compilers otherwise fold (h2 + low) - h2 to low.
+  precise double r_tail = low - (r - h2);
   hi = r;
-  lo = low - (r - h2);
+  lo = r_tail;
 }
 
 double log64(double x) {

@@ -11,18 +11,20 @@ const FINISH: u32 = 2;
 const PREPARE: u32 = 3;
 const MULTIPLY: u32 = 4;
 const CHIRP: u32 = 5;
+const FILTER: u32 = 6;
 
 const CONJ_IN: u64 = 1;
 const INVERSE: u64 = 2;
 const C128: u64 = 16;
 
-fn pass(op: u32, bindings: &[&BufferRef; 3], settings: &[(usize, u64)], invocations: u64) -> Result<()> {
+/// One pass of shaders/fft.comp reading `src` and `aux`, writing `dst` (its last binding).
+fn pass(op: u32, src: &BufferRef, aux: &BufferRef, dst: &BufferRef, settings: &[(usize, u64)], invocations: u64) -> Result<()> {
     let mut push = Push::new();
     for &(at, value) in settings {
         push.set(at, value)?;
     }
     push.set(6, invocations)?;
-    dispatch(shaders::fft, op, bindings, push, elementwise_groups(invocations))
+    dispatch(shaders::fft, op, &[src, aux, dst], push, elementwise_groups(invocations))
 }
 
 /// The BinaryBackend's `fft_list_base` of `rows` rows of length `n` from `x` (conjugated on load
@@ -35,10 +37,10 @@ fn radix2(x: &BufferRef, rows: u64, n: u64, conj_in: bool) -> Result<BufferRef> 
     }
     let y = alloc(rows * n * C128)?;
     let flags = if conj_in { CONJ_IN } else { 0 };
-    pass(LEAF, &[x, &y, &y], &[(0, rows), (1, n), (2, m), (3, levels), (5, flags)], rows * n)?;
+    pass(LEAF, x, x, &y, &[(0, rows), (1, n), (2, m), (3, levels), (5, flags)], rows * n)?;
     for s in 0..levels {
         let half = m << s;
-        pass(STAGE, &[x, &y, &y], &[(0, rows), (1, n), (4, half)], rows * n / 2)?;
+        pass(STAGE, &y, &y, &y, &[(0, rows), (1, n), (4, half)], rows * n / 2)?;
     }
     Ok(y)
 }
@@ -62,20 +64,23 @@ fn fft(inverse: bool, rows: u64, n: u64, x: BufferRef, eps: f64) -> Result<Buffe
         let a = alloc(rows * big * C128)?;
         let filter = alloc(big * C128)?;
         let flags = if inverse { CONJ_IN } else { 0 };
-        pass(PREPARE, &[&x, &a, &filter], &[(0, rows), (1, n), (5, flags), (7, big)], rows * big)?;
+        pass(PREPARE, &x, &x, &a, &[(0, rows), (1, n), (5, flags), (7, big)], rows * big)?;
+        pass(FILTER, &x, &x, &filter, &[(0, 1), (1, n), (7, big)], big)?;
         let fa = radix2(&a, rows, big, false)?;
         let fb = radix2(&filter, 1, big, false)?;
-        pass(MULTIPLY, &[&fb, &fa, &fb], &[(0, rows), (1, n), (7, big)], rows * big)?;
+        pass(MULTIPLY, &fb, &fb, &fa, &[(0, rows), (1, n), (7, big)], rows * big)?;
         let g = radix2(&fa, rows, big, false)?;
         let y = alloc(rows * n * C128)?;
-        pass(CHIRP, &[&g, &y, &y], &[(0, rows), (1, n), (7, big)], rows * n)?;
+        pass(CHIRP, &g, &g, &y, &[(0, rows), (1, n), (7, big)], rows * n)?;
         y
     };
     let bits = eps.to_bits();
     let flags = if inverse { INVERSE } else { 0 };
     pass(
         FINISH,
-        &[&y, &y, &y],
+        &y,
+        &y,
+        &y,
         &[(0, rows), (1, n), (5, flags), (8, bits & 0xffff_ffff), (9, bits >> 32)],
         rows * n,
     )?;
