@@ -495,6 +495,46 @@ defmodule Nx.Vulkan.DifferentialTest do
     end
   end
 
+  # Nx.LinAlg's blocks (QR, Cholesky, LU, eigh, SVD, solve, invert, determinant...) run through
+  # the Nx.Backend callbacks above: all of them must stay on the device.
+  for type <- [:f32, :f64] do
+    test "linear-algebra blocks, #{type}" do
+      type = unquote(type)
+      tol = if type == :f32, do: [atol: 2.0e-4, rtol: 2.0e-4], else: [atol: 1.0e-10, rtol: 1.0e-10]
+      m = tensor(type, {4, 4}, 227, :small)
+      spd = Nx.add(Nx.dot(m, Nx.transpose(m)), Nx.multiply(Nx.eye(4, type: type), 4))
+      b = tensor(type, {4, 2}, 229, :small)
+
+      check("qr", &Nx.LinAlg.qr/1, [m], tol)
+      check("cholesky", &Nx.LinAlg.cholesky/1, [spd], tol)
+      check("lu", &Nx.LinAlg.lu/1, [spd], tol)
+      check("solve", &Nx.LinAlg.solve/2, [spd, b], tol)
+      check("invert", &Nx.LinAlg.invert/1, [spd], tol)
+      check("determinant", &Nx.LinAlg.determinant/1, [spd], tol)
+      check("norm", &Nx.LinAlg.norm/1, [m], tol)
+      check("eigh", &Nx.LinAlg.eigh(&1, max_iter: 50), [spd], tol)
+      check("svd", &Nx.LinAlg.svd(&1, max_iter: 50), [spd], tol)
+      check("pinv", &Nx.LinAlg.pinv/1, [spd], tol)
+      check("matrix_power", &Nx.LinAlg.matrix_power(&1, 3), [m], tol)
+    end
+  end
+
+  for type <- @types do
+    test "logical_not, all_close and other blocks, #{type}" do
+      type = unquote(type)
+      a = tensor(type, {3, 5}, 233, :small)
+      b = tensor(type, {3, 5}, 239, :small)
+      assert_device(&Nx.logical_not/1, [a])
+      assert_device(&Nx.all_close/2, [a, b])
+      assert_device(&Nx.all_close(&1, &1), [a])
+
+      float = if type in @floats, do: type, else: :f32
+      assert_device(&Nx.mean(&1, axes: [1]), [a], sum_tol(float))
+
+      assert_device(&Nx.standard_deviation/1, [a], sum_tol(:f32))
+    end
+  end
+
   ## Layout
 
   for type <- @types do
