@@ -411,6 +411,13 @@ defmodule Nx.Vulkan.Backend do
 
   # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
   @impl true
+  def gather(%T{type: {:c, 128}} = out, t, indices, opts) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      {re, im} = parts(t, {:f, 64})
+      join(out, Nx.gather(re, indices, opts), Nx.gather(im, indices, opts))
+    end)
+  end
+
   def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
     case elem_bytes(type) do
       nil ->
@@ -434,6 +441,24 @@ defmodule Nx.Vulkan.Backend do
 
   # Deterministic scatters: each output element applies its updates in order (put: last wins).
   # Index tuples outside the target are skipped (the BinaryBackend raises).
+  # Complex: indexed_add adds parts; indexed_put moves c64 as 8-byte words, c128 by parts.
+  @impl true
+  def indexed_add(%T{type: {:c, _}} = out, target, indices, updates, opts),
+    do: complex_indexed(:indexed_add, out, target, indices, updates, opts)
+
+  @impl true
+  def indexed_put(%T{type: {:c, 64}} = out, target, indices, updates, opts) do
+    words = %{out | type: {:u, 64}}
+    target = cast(target, {:c, 64})
+    updates = cast(updates, {:c, 64})
+
+    indexed_put(words, %{target | type: {:u, 64}}, indices, %{updates | type: {:u, 64}}, opts)
+    |> then(&%{out | data: &1.data})
+  end
+
+  def indexed_put(%T{type: {:c, 128}} = out, target, indices, updates, opts),
+    do: complex_indexed(:indexed_put, out, target, indices, updates, opts)
+
   for {op, add?} <- [indexed_put: false, indexed_add: true] do
     @impl true
     def unquote(op)(%T{type: out_type} = out, target, indices, updates, opts) do
@@ -510,6 +535,15 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
+  # c128 (16-byte elements): one select per part.
+  def select(%T{type: {:c, 128}} = out, %T{type: {:u, 8}} = pred, on_true, on_false) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      {tr, ti} = parts(on_true, {:f, 64})
+      {fr, fi} = parts(on_false, {:f, 64})
+      join(out, Nx.select(pred, tr, fr), Nx.select(pred, ti, fi))
+    end)
+  end
+
   def select(%T{type: type} = out, %T{type: {:u, 8}} = pred, on_true, on_false) do
     on_true = cast(on_true, type)
     on_false = cast(on_false, type)
@@ -545,6 +579,12 @@ defmodule Nx.Vulkan.Backend do
   end
 
   ## Aggregates
+
+  @impl true
+  def sum(%T{type: {:c, _}} = out, t, opts), do: complex_sum(out, t, opts)
+
+  @impl true
+  def product(%T{type: {:c, _}} = out, t, opts), do: complex_product(out, t, opts)
 
   for op <- [:sum, :product, :reduce_max, :reduce_min] do
     @impl true
@@ -678,9 +718,9 @@ defmodule Nx.Vulkan.Backend do
     |> cast(out_type)
   end
 
-  # Complex inputs: negate and conjugate have kernels; the other unary ops go to the host.
+  # Complex inputs: negate, conjugate, sqrt, exp and log have kernels; the others go to the host.
   defp complex_unary(op, %T{type: {:c, _}} = out, %T{type: type} = t)
-       when op in [:negate, :conjugate] do
+       when op in [:negate, :conjugate, :sqrt, :exp, :log] do
     Native.complex_unary(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
   end
 
@@ -731,6 +771,16 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
+  def dot(%T{type: {:c, _}} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      real = part_type(out)
+      {ar, ai} = parts(a, real)
+      {br, bi} = parts(b, real)
+      d = &Nx.dot(&1, a_contract, a_batch, &2, b_contract, b_batch)
+      join(out, Nx.subtract(d.(ar, br), d.(ai, bi)), Nx.add(d.(ar, bi), d.(ai, br)))
+    end)
+  end
+
   def dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
     type = compute_type(out_type)
     a = cast(a, type)
@@ -754,9 +804,6 @@ defmodule Nx.Vulkan.Backend do
   # The BinaryBackend's formulation (transposes and reversals become strides and the direction
   # of substitution). A zero on the diagonal raises, as there, at the cost of one scalar read.
   @impl true
-  def triangular_solve(%T{type: {:c, _}} = out, a, b, opts),
-    do: Fallback.run(:triangular_solve, "complex input", [out, a, b, opts])
-
   def triangular_solve(
         %T{type: out_type} = out,
         %T{shape: a_shape} = a,
@@ -810,8 +857,19 @@ defmodule Nx.Vulkan.Backend do
   # tensor with a single strided copy, then one batched dot (the feature groups as its batch).
   # Sums run in the dot's order, not the BinaryBackend's.
   @impl true
-  def conv(%T{type: {:c, _}} = out, t, k, opts),
-    do: Fallback.run(:conv, "complex input", [out, t, k, opts])
+  def conv(%T{type: {:c, _}} = out, t, k, opts) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      real = part_type(out)
+      {tr, ti} = parts(t, real)
+      {kr, ki} = parts(k, real)
+      opts =
+        Keyword.take(opts, [:strides, :padding, :input_dilation, :kernel_dilation] ++
+          [:feature_group_size, :batch_group_size, :input_permutation] ++
+          [:kernel_permutation, :output_permutation])
+      c = &Nx.conv(&1, &2, opts)
+      join(out, Nx.subtract(c.(tr, kr), c.(ti, ki)), Nx.add(c.(tr, ki), c.(ti, kr)))
+    end)
+  end
 
   def conv(out, t, k, opts) do
     Nx.with_default_backend(__MODULE__, fn ->
@@ -919,6 +977,76 @@ defmodule Nx.Vulkan.Backend do
 
     result = Nx.transpose(result, axes: inverse_permutation(opts[:output_permutation]))
     %{out | data: result.data, shape: out_shape}
+  end
+
+  ## Complex input through real parts
+
+  # Sums, dots, convolutions and indexed updates of complex tensors are real ones of their parts,
+  # computed in f64 where the device has it (the BinaryBackend does complex math in f64) and
+  # rounded once to the output type; products fold pairwise in c128.
+  defp part_type(%T{type: {:c, 128}}), do: {:f, 64}
+  defp part_type(_out), do: if(Nx.Vulkan.Device.info().float64, do: {:f, 64}, else: {:f, 32})
+
+  defp parts(%T{type: {:c, bits}, shape: shape} = t, real) do
+    part = %T{type: {:f, div(bits, 2)}, shape: shape, names: List.duplicate(nil, tuple_size(shape))}
+    {complex_part(part, t, 0, :real) |> cast(real), complex_part(part, t, 1, :imag) |> cast(real)}
+  end
+
+  defp parts(%T{} = t, real), do: parts(cast(t, {:c, 128}), real)
+
+  # re and im stacked on a new last axis are complex data of twice their width.
+  defp join(%T{type: type, shape: shape} = out, %T{type: {:f, bits}} = re, im) do
+    pair = Nx.stack([Nx.rename(re, nil), Nx.rename(im, nil)], axis: -1)
+    %{out | data: pair.data, type: {:c, 2 * bits}, shape: shape} |> cast(type) |> then(&%{out | data: &1.data})
+  end
+
+  defp complex_sum(out, t, opts) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      {re, im} = parts(t, part_type(out))
+      sum_opts = [axes: opts[:axes], keep_axes: opts[:keep_axes] || false]
+      join(out, Nx.sum(re, sum_opts), Nx.sum(im, sum_opts))
+    end)
+  end
+
+  # Pairwise: each round multiplies the first half of the reduced elements by the second.
+  defp complex_product(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, opts) do
+    axes = opts[:axes] || Nx.axes(shape)
+    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
+    len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+
+    Nx.with_default_backend(__MODULE__, fn ->
+      x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
+      x = Nx.reshape(x, {div(Nx.size(shape), max(len, 1)), len})
+
+      result =
+        if len == 0,
+          do: constant(%{out | type: {:c, 128}, shape: {div(Nx.size(shape), 1), 1}, names: [nil, nil]}, 1, []),
+          else: fold_product(x, len)
+
+      %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
+    end)
+  end
+
+  defp fold_product(x, 1), do: x
+
+  defp fold_product(x, len) do
+    half = div(len, 2)
+    paired = Nx.multiply(Nx.slice_along_axis(x, 0, half, axis: 1), Nx.slice_along_axis(x, half, half, axis: 1))
+
+    if rem(len, 2) == 1,
+      do: fold_product(Nx.concatenate([paired, Nx.slice_along_axis(x, len - 1, 1, axis: 1)], axis: 1), half + 1),
+      else: fold_product(paired, half)
+  end
+
+  defp complex_indexed(op, out, target, indices, updates, opts) do
+    Nx.with_default_backend(__MODULE__, fn ->
+      real = part_type(out)
+      {tr, ti} = parts(target, real)
+      {ur, ui} = parts(updates, real)
+      apply_opts = [axes: opts[:axes] || Nx.axes(target.shape)]
+      f = &apply(Nx, op, [&1, indices, &2, apply_opts])
+      join(out, f.(tr, ur), f.(ti, ui))
+    end)
   end
 
   ## Fourier transforms

@@ -640,6 +640,51 @@ defmodule Nx.Vulkan.DifferentialTest do
     end
   end
 
+  # Complex reductions, dot, conv, triangular_solve, indexed updates, gather/select and the
+  # complex sqrt/exp/log: parts computed in f64 and rounded once, as the BinaryBackend does.
+  for type <- [:c64, :c128] do
+    test "complex reductions, linear algebra and functions, #{type}" do
+      type = unquote(type)
+      tol = if type == :c64, do: [atol: 1.0e-6, rtol: 1.0e-6], else: [atol: 1.0e-13, rtol: 1.0e-13]
+
+      z =
+        Nx.complex(tensor(:f64, {3, 4}, 241, :small), tensor(:f64, {3, 4}, 251, :small))
+        |> Nx.as_type(type)
+
+      check("sum", &Nx.sum(&1, axes: [1], keep_axes: true), [z], tol)
+      check("product", &Nx.product(&1, axes: [0]), [z], tol)
+      check("product all", &Nx.product/1, [Nx.divide(z, 2)], tol)
+      check("dot", &Nx.dot(&1, [1], &2, [1]), [z, z], tol)
+      check("sqrt", &Nx.sqrt/1, [z], tol)
+      check("exp", &Nx.exp/1, [z], tol)
+      check("log", &Nx.log/1, [z], tol)
+
+      m = Nx.dot(z, [1], Nx.conjugate(z), [1]) |> Nx.add(Nx.multiply(Nx.eye(3, type: type), 6))
+      b = Nx.slice(z, [0, 0], [3, 2])
+
+      check(
+        "triangular_solve",
+        &Nx.LinAlg.triangular_solve(&1, &2, lower: false),
+        [Nx.triu(m), b],
+        tol
+      )
+
+      check("cholesky", &Nx.LinAlg.cholesky/1, [m], tol)
+      check("determinant", &Nx.LinAlg.determinant/1, [m], tol)
+
+      idx = Nx.tensor([[0, 1], [2, 3], [0, 1]], backend: Nx.Vulkan.Backend)
+      upd = Nx.slice(z, [1, 0], [1, 3]) |> Nx.reshape({3})
+      check("indexed_add", &Nx.indexed_add/3, [z, idx, upd], tol)
+      check("indexed_put", &Nx.indexed_put/3, [z, idx, upd])
+      check("gather", &Nx.gather/2, [z, idx])
+      check("select", &Nx.select(&1, &2, Nx.conjugate(&2)), [Nx.greater(Nx.real(z), 0), z])
+
+      x = Nx.reshape(z, {1, 2, 2, 3})
+      k = Nx.slice(z, [0, 0], [2, 2]) |> Nx.reshape({1, 2, 2, 1})
+      check("conv", &Nx.conv/2, [x, k], tol)
+    end
+  end
+
   ## Sorting
 
   for type <- @types do

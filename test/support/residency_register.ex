@@ -5,15 +5,10 @@ defmodule Nx.Vulkan.ResidencyRegister do
   # the doctest test fails for a new fallback and for a stale entry alike.
   @register %{
     Nx => %{
-      {:conv, 3} => "conv: complex input",
       {:reduce, 4} => "reduce: the reduction function is Elixir code, run by the host",
       {:window_reduce, 5} => "window_reduce: the reduction function is Elixir code, run by the host"
     },
-    Nx.LinAlg => %{
-      {:cholesky, 1} => "dot: dot on c64 has no device kernel yet",
-      {:determinant, 1} => "abs: complex input; product: product on c64 has no device kernel yet",
-      {:triangular_solve, 3} => "triangular_solve: complex input"
-    }
+    Nx.LinAlg => %{}
   }
 
   def registered(module), do: Map.keys(Map.fetch!(@register, module))

@@ -3,8 +3,10 @@
 // computes in f64 pairs and rounds once, as the BinaryBackend (Erlang floats) does.
 // Binary (define BINARY): c = op(a, b) broadcast through strides, op 0 add, 1 subtract,
 // 2 multiply, 3 divide; with OUT_U8, 0 equal, 1 not_equal. Bindings 0 a, 1 b, 2 c; push as
-// binary.comp. Unary (no BINARY): op 0 negate, 1 conjugate; bindings 0 x, 1 y; pc[0] n.
+// binary.comp. Unary (no BINARY): op 0 negate, 1 conjugate, 2 sqrt, 3 exp, 4 log (the complex
+// library's formulas, with the crate's f64 routines); bindings 0 x, 1 y; pc[0] n.
 #include "common.glsl"
+#include "math64.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 
@@ -52,6 +54,21 @@ void main() {
   c[i] = T2(apply(x, y));
 #endif
 }
+#else
+// |z| as the complex library computes it: x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in
+// both parts gives NaN, any other non-finite part Inf.
+double cabs(dvec2 v) {
+  double a = abs(v.x), b = abs(v.y);
+  if (isnan(v.x) && isnan(v.y)) return v.x;
+  if (isnan(v.x) || isnan(v.y) || isinf(v.x) || isinf(v.y)) return inf64();
+  if (a == 0.0lf) return b;
+  if (b == 0.0lf) return a;
+  precise double r = a > b ? a * sqrt(1.0lf + b / a * (b / a)) : b * sqrt(1.0lf + a / b * (a / b));
+  return r;
+}
+#endif
+
+#ifdef BINARY
 #elif defined(REAL_OUT)
 // abs (OP 0) to the real type R, and is_nan (OP 1) / is_infinity (OP 2) to u8, with the complex
 // library's rules: abs is x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in both parts gives
@@ -66,24 +83,46 @@ void main() {
   dvec2 v = dvec2(x[i]);
   if (OP == 1u) { y8[i] = uint8_t(isnan(v.x) || isnan(v.y) ? 1 : 0); return; }
   if (OP == 2u) { y8[i] = uint8_t(isinf(v.x) || isinf(v.y) ? 1 : 0); return; }
-  double r;
-  double a = abs(v.x), b = abs(v.y);
-  if (isnan(v.x) && isnan(v.y)) r = v.x;
-  else if (isnan(v.x) || isnan(v.y) || isinf(v.x) || isinf(v.y)) r = uint64BitsToDouble(0x7ff0000000000000ul);
-  else if (a == 0.0lf) r = b;
-  else if (b == 0.0lf) r = a;
-  else if (a > b) r = a * sqrt(1.0lf + b / a * (b / a));
-  else r = b * sqrt(1.0lf + a / b * (a / b));
-  y[i] = R(r);
+  y[i] = R(cabs(v));
 }
 #else
 layout(set = 0, binding = 0) readonly buffer X { T2 x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T2 y[]; };
 
+dvec2 csqrt(dvec2 z) {
+  double r = z.x, im = z.y;
+  if (r == 0.0lf && im == 0.0lf) return z;
+  double x = abs(r), y = abs(im);
+  precise double w = x >= y ? sqrt(x) * sqrt(0.5lf * (1.0lf + sqrt(1.0lf + y / x * (y / x))))
+                            : sqrt(y) * sqrt(0.5lf * (x / y + sqrt(1.0lf + x / y * (x / y))));
+  if (r >= 0.0lf) {
+    precise double q = im / (2.0lf * w);
+    return dvec2(w, q);
+  }
+  double i2 = im >= 0.0lf ? w : -w;
+  precise double q = im / (2.0lf * i2);
+  return dvec2(q, i2);
+}
+
 void main() {
+  load_math_tables();
   uint i = element_index();
   if (i >= pc[0]) return;
-  T2 v = x[i];
-  y[i] = OP == 0u ? -v : T2(v.x, -v.y);
+  dvec2 v = dvec2(x[i]);
+  dvec2 r;
+  switch (OP) {
+    case 0: r = -v; break;
+    case 1: r = dvec2(v.x, -v.y); break;
+    case 2: r = csqrt(v); break;
+    case 3: {
+      precise double rho = exp64(v.x);
+      precise double re = rho * cos64(v.y);
+      precise double im = rho * sin64(v.y);
+      r = dvec2(re, im);
+      break;
+    }
+    default: r = dvec2(log64(cabs(v)), atan2_64(v.y, v.x)); break;
+  }
+  y[i] = T2(r);
 }
 #endif

@@ -390,9 +390,9 @@ double log1p_fdlibm(double x) {
       c += dk * LN2_LO;
       return dk * LN2_HI + c;
     }
-    precise double R = hfsq * (1.0lf - 0.66666666666666666lf * f);
-    if (k == 0) return f - R;
-    return dk * LN2_HI - ((R - (dk * LN2_LO + c)) - f);
+    precise double r_poly = hfsq * (1.0lf - 0.66666666666666666lf * f);
+    if (k == 0) return f - r_poly;
+    return dk * LN2_HI - ((r_poly - (dk * LN2_LO + c)) - f);
   }
   precise double s = f / (2.0lf + f);
   precise double z = s * s;
@@ -403,9 +403,9 @@ double log1p_fdlibm(double x) {
   precise double R3 = LG4 + z * LG5;
   precise double z6 = z4 * z2;
   precise double R4 = LG6 + z * LG7;
-  precise double R = R1 + z2 * R2 + z4 * R3 + z6 * R4;
-  if (k == 0) return f - (hfsq - s * (hfsq + R));
-  return dk * LN2_HI - ((hfsq - (s * (hfsq + R) + (dk * LN2_LO + c))) - f);
+  precise double r_poly = R1 + z2 * R2 + z4 * R3 + z6 * R4;
+  if (k == 0) return f - (hfsq - s * (hfsq + r_poly));
+  return dk * LN2_HI - ((hfsq - (s * (hfsq + r_poly) + (dk * LN2_LO + c))) - f);
 }
 
 // tanh (fdlibm s_tanh.c).
@@ -759,7 +759,7 @@ double atan2_64(double y, double x) {
   return y < 0.0lf || (y == 0.0lf && (doubleBitsToUint64(y) >> 63) != 0ul) ? -a : a;
 }
 
-// The asin/acos rational approximation of fdlibm (e_asin.c, e_acos.c): asin(x) = x + x R(x^2).
+// The asin/acos rational approximation of fdlibm (e_asin.c, e_acos.c): asin(x) = x + x r_poly(x^2).
 double asin_rational(double t) {
   precise double p = t * (1.66666666666666657415e-01lf + t * (-3.25565818622400915405e-01lf +
                      t * (2.01212532134862925881e-01lf + t * (-4.00555345006794114027e-02lf +
@@ -1012,7 +1012,7 @@ double fmod64(double x, double y) {
 const double ERX = 8.45062911510467529297e-01lf;
 const double EFX = 1.28379167095512586316e-01lf;
 
-// erf(x) = x + x R(x^2) on |x| < 0.84375.
+// erf(x) = x + x r_poly(x^2) on |x| < 0.84375.
 double erf_small(double x, double z) {
   const double pp0 = 1.28379167095512558561e-01lf, pp1 = -3.25042107247001499370e-01lf,
                pp2 = -2.84817495755985104766e-02lf, pp3 = -5.77027029648944159157e-03lf,
@@ -1032,7 +1032,7 @@ double erf_small(double x, double z) {
   return y;
 }
 
-// erf(1 + s) - erx = P(s) / Q(s) on 0.84375 <= |x| < 1.25, s = |x| - 1.
+// erf(1 + s) - erx = p_poly(s) / q_poly(s) on 0.84375 <= |x| < 1.25, s = |x| - 1.
 double erf_near_one(double s) {
   const double pa0 = -2.36211856075265944077e-03lf, pa1 = 4.14856118683748331666e-01lf,
                pa2 = -3.72207876035701323847e-01lf, pa3 = 3.18346619901161753674e-01lf,
@@ -1050,17 +1050,17 @@ double erf_near_one(double s) {
   precise double Q2 = qa2 + s * qa3;
   precise double P3 = pa4 + s * pa5;
   precise double Q3 = qa4 + s * qa5;
-  precise double P = P1 + s2 * P2 + s4 * P3 + s6 * pa6;
-  precise double Q = Q1 + s2 * Q2 + s4 * Q3 + s6 * qa6;
-  precise double y = P / Q;
+  precise double p_poly = P1 + s2 * P2 + s4 * P3 + s6 * pa6;
+  precise double q_poly = Q1 + s2 * Q2 + s4 * Q3 + s6 * qa6;
+  precise double y = p_poly / q_poly;
   return y;
 }
 
-// erfc(x) x = exp(-x^2 - 0.5625 + R/S) for 1.25 <= x < 28; `near` selects fdlibm's
+// erfc(x) x = exp(-x^2 - 0.5625 + r_poly/s_poly) for 1.25 <= x < 28; `near` selects fdlibm's
 // [1.25, 1/0.35) coefficients, else those of [1/0.35, 28).
 double erfc_tail(double x, bool near) {
   precise double s = 1.0lf / (x * x);
-  precise double R, S;
+  precise double r_poly, s_poly;
   if (near) {
     const double ra0 = -9.86494403484714822705e-03lf, ra1 = -6.93858572707181764372e-01lf,
                  ra2 = -1.05586262253232909814e+01lf, ra3 = -6.23753324503260060396e+01lf,
@@ -1082,8 +1082,8 @@ double erfc_tail(double x, bool near) {
     precise double S3 = sa4 + s * sa5;
     precise double R4 = ra6 + s * ra7;
     precise double S4 = sa6 + s * sa7;
-    R = R1 + s2 * R2 + s4 * R3 + s6 * R4;
-    S = S1 + s2 * S2 + s4 * S3 + s6 * S4 + s8 * sa8;
+    r_poly = R1 + s2 * R2 + s4 * R3 + s6 * R4;
+    s_poly = S1 + s2 * S2 + s4 * S3 + s6 * S4 + s8 * sa8;
   } else {
     const double rb0 = -9.86494292470009928597e-03lf, rb1 = -7.99283237680523006574e-01lf,
                  rb2 = -1.77579549177547519889e+01lf, rb3 = -1.60636384855821916062e+02lf,
@@ -1102,11 +1102,11 @@ double erfc_tail(double x, bool near) {
     precise double R3 = rb4 + s * rb5;
     precise double S3 = sb4 + s * sb5;
     precise double S4 = sb6 + s * sb7;
-    R = R1 + s2 * R2 + s4 * R3 + s6 * rb6;
-    S = S1 + s2 * S2 + s4 * S3 + s6 * S4;
+    r_poly = R1 + s2 * R2 + s4 * R3 + s6 * rb6;
+    s_poly = S1 + s2 * S2 + s4 * S3 + s6 * S4;
   }
   precise double z = clear_low_word(x);
-  precise double r = exp64(-z * z - 0.5625lf) * exp64((z - x) * (z + x) + R / S);
+  precise double r = exp64(-z * z - 0.5625lf) * exp64((z - x) * (z + x) + r_poly / s_poly);
   return r;
 }
 

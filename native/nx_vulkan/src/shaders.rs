@@ -206,6 +206,9 @@ kernels! {
     trisolve_f32p => "shaders/trisolve.comp", "T" = "float", "W" = "double";
     trisolve_f64 => "shaders/trisolve.comp", "T" = "double", "W" = "double";
     trisolve_f16 => "shaders/trisolve.comp", "T" = "float16_t", "W" = "float";
+    trisolve_c64 => "shaders/trisolve.comp", "T" = "vec2", "W" = "vec2", "COMPLEX" = "1";
+    trisolve_c64p => "shaders/trisolve.comp", "T" = "vec2", "W" = "dvec2", "COMPLEX" = "1";
+    trisolve_c128 => "shaders/trisolve.comp", "T" = "dvec2", "W" = "dvec2", "COMPLEX" = "1";
 
     window_scatter_f32 => "shaders/window_scatter.comp", "T" = "float", "W" = "float";
     window_scatter_f64 => "shaders/window_scatter.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
@@ -395,6 +398,8 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::TriSolve, Dtype::F32) => Some(if precise { trisolve_f32p } else { trisolve_f32 }),
         (Family::TriSolve, Dtype::F64) => Some(trisolve_f64),
         (Family::TriSolve, Dtype::F16) => Some(trisolve_f16),
+        (Family::TriSolve, Dtype::C64) => Some(if precise { trisolve_c64p } else { trisolve_c64 }),
+        (Family::TriSolve, Dtype::C128) => Some(trisolve_c128),
         (Family::WindowScatter, Dtype::F32) => Some(window_scatter_f32),
         (Family::WindowScatter, Dtype::F64) => Some(window_scatter_f64),
         (Family::WindowScatter, Dtype::F16) => Some(window_scatter_f16),

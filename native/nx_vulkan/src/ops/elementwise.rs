@@ -186,7 +186,7 @@ fn complex_binary(
     broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
 }
 
-const COMPLEX_UNARY: &[&str] = &["negate", "conjugate"];
+const COMPLEX_UNARY: &[&str] = &["negate", "conjugate", "sqrt", "exp", "log"];
 const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
 
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.

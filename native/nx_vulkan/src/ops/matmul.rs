@@ -140,7 +140,14 @@ fn triangular_solve(
         return Err(unsupported!("triangular_solve of order {n} exceeds what one pass can loop over on a CPU device"));
     }
     let total = batches * n * cols;
-    let w_bytes = if dtype == Dtype::F64 || (dtype != Dtype::F16 && precise_f32()) { 8 } else { 4 };
+    // The scratch holds W: f64 for f64 and precise f32 (and per component for complex).
+    let w_bytes = match dtype {
+        Dtype::F64 => 8,
+        Dtype::C128 => 16,
+        Dtype::C64 => if precise_f32() { 16 } else { 8 },
+        Dtype::F16 => 4,
+        _ => if precise_f32() { 8 } else { 4 },
+    };
     let scratch = alloc(total * w_bytes)?;
     let out = alloc(total * eb)?;
     let mut push = Push::new();
