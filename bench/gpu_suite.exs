@@ -18,7 +18,10 @@ files =
       files
   end
 
-IO.puts("device: #{Nx.Vulkan.Device.info().name}, commit #{System.get_env("NXV_COMMIT", "unknown")}")
+IO.puts(
+  "device: #{Nx.Vulkan.Device.info().name}, commit #{System.get_env("NXV_COMMIT", "unknown")}"
+)
+
 Enum.each(files, &Code.require_file/1)
 %{failures: failures} = ExUnit.run()
 System.halt(if failures == 0, do: 0, else: 1)

@@ -718,9 +718,14 @@ defmodule Nx.Vulkan.Backend do
     |> cast(out_type)
   end
 
-  # Complex inputs: negate, conjugate, sqrt, exp and log have kernels; the others go to the host.
+  # Complex inputs: every unary op Nx allows on complex numbers has a kernel (erf, erfc and
+  # erf_inv are real-only in Nx).
+  @complex_unary [:negate, :conjugate, :sqrt, :exp, :log, :expm1, :log1p, :sigmoid, :sin] ++
+                   [:cos, :tan, :sinh, :cosh, :tanh, :asin, :acos, :atan, :asinh, :acosh] ++
+                   [:atanh, :rsqrt, :cbrt]
+
   defp complex_unary(op, %T{type: {:c, _}} = out, %T{type: type} = t)
-       when op in [:negate, :conjugate, :sqrt, :exp, :log] do
+       when op in @complex_unary do
     Native.complex_unary(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
   end
 
@@ -862,10 +867,15 @@ defmodule Nx.Vulkan.Backend do
       real = part_type(out)
       {tr, ti} = parts(t, real)
       {kr, ki} = parts(k, real)
+
       opts =
-        Keyword.take(opts, [:strides, :padding, :input_dilation, :kernel_dilation] ++
-          [:feature_group_size, :batch_group_size, :input_permutation] ++
-          [:kernel_permutation, :output_permutation])
+        Keyword.take(
+          opts,
+          [:strides, :padding, :input_dilation, :kernel_dilation] ++
+            [:feature_group_size, :batch_group_size, :input_permutation] ++
+            [:kernel_permutation, :output_permutation]
+        )
+
       c = &Nx.conv(&1, &2, opts)
       join(out, Nx.subtract(c.(tr, kr), c.(ti, ki)), Nx.add(c.(tr, ki), c.(ti, kr)))
     end)
@@ -997,7 +1007,10 @@ defmodule Nx.Vulkan.Backend do
   # re and im stacked on a new last axis are complex data of twice their width.
   defp join(%T{type: type, shape: shape} = out, %T{type: {:f, bits}} = re, im) do
     pair = Nx.stack([Nx.rename(re, nil), Nx.rename(im, nil)], axis: -1)
-    %{out | data: pair.data, type: {:c, 2 * bits}, shape: shape} |> cast(type) |> then(&%{out | data: &1.data})
+
+    %{out | data: pair.data, type: {:c, 2 * bits}, shape: shape}
+    |> cast(type)
+    |> then(&%{out | data: &1.data})
   end
 
   defp complex_sum(out, t, opts) do
@@ -1020,7 +1033,12 @@ defmodule Nx.Vulkan.Backend do
 
       result =
         if len == 0,
-          do: constant(%{out | type: {:c, 128}, shape: {div(Nx.size(shape), 1), 1}, names: [nil, nil]}, 1, []),
+          do:
+            constant(
+              %{out | type: {:c, 128}, shape: {div(Nx.size(shape), 1), 1}, names: [nil, nil]},
+              1,
+              []
+            ),
           else: fold_product(x, len)
 
       %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
@@ -1031,10 +1049,19 @@ defmodule Nx.Vulkan.Backend do
 
   defp fold_product(x, len) do
     half = div(len, 2)
-    paired = Nx.multiply(Nx.slice_along_axis(x, 0, half, axis: 1), Nx.slice_along_axis(x, half, half, axis: 1))
+
+    paired =
+      Nx.multiply(
+        Nx.slice_along_axis(x, 0, half, axis: 1),
+        Nx.slice_along_axis(x, half, half, axis: 1)
+      )
 
     if rem(len, 2) == 1,
-      do: fold_product(Nx.concatenate([paired, Nx.slice_along_axis(x, len - 1, 1, axis: 1)], axis: 1), half + 1),
+      do:
+        fold_product(
+          Nx.concatenate([paired, Nx.slice_along_axis(x, len - 1, 1, axis: 1)], axis: 1),
+          half + 1
+        ),
       else: fold_product(paired, half)
   end
 

@@ -2,13 +2,27 @@
 // Complex element-wise ops. T2 is the storage pair (vec2 for c64, dvec2 for c128); every op
 // computes in f64 pairs and rounds once, as the BinaryBackend (Erlang floats) does.
 // Binary (define BINARY): c = op(a, b) broadcast through strides, op 0 add, 1 subtract,
-// 2 multiply, 3 divide; with OUT_U8, 0 equal, 1 not_equal. Bindings 0 a, 1 b, 2 c; push as
-// binary.comp. Unary (no BINARY): op 0 negate, 1 conjugate, 2 sqrt, 3 exp, 4 log (the complex
-// library's formulas, with the crate's f64 routines); bindings 0 x, 1 y; pc[0] n.
+// 2 multiply, 3 divide, 4 pow (the complex library's: polar form, pow/exp/cos/sin in f64); with
+// OUT_U8, 0 equal, 1 not_equal. Bindings 0 a, 1 b, 2 c; push as binary.comp. Unary (no BINARY): op 0 negate, 1 conjugate, 2 sqrt, 3 exp, 4 log, 5 expm1,
+// 6 log1p, 7 sigmoid, 8 sin, 9 cos, 10 tan, 11 sinh, 12 cosh, 13 tanh, 14 asin, 15 acos, 16 atan,
+// 17 asinh, 18 acosh, 19 atanh, 20 rsqrt, 21 cbrt: the complex library's formulas step by step
+// (what Nx.BinaryBackend evaluates), with the crate's f64 routines; bindings 0 x, 1 y; pc[0] n.
 #include "common.glsl"
 #include "math64.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
+
+// |z| as the complex library computes it: x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in
+// both parts gives NaN, any other non-finite part Inf.
+double cabs(dvec2 v) {
+  double a = abs(v.x), b = abs(v.y);
+  if (isnan(v.x) && isnan(v.y)) return v.x;
+  if (isnan(v.x) || isnan(v.y) || isinf(v.x) || isinf(v.y)) return inf64();
+  if (a == 0.0lf) return b;
+  if (b == 0.0lf) return a;
+  precise double r = a > b ? a * sqrt(1.0lf + b / a * (b / a)) : b * sqrt(1.0lf + a / b * (a / b));
+  return r;
+}
 
 #ifdef BINARY
 layout(set = 0, binding = 0) readonly buffer A { T2 a[]; };
@@ -19,19 +33,38 @@ layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T2 c[]; };
 #endif
 
+dvec2 cquo(dvec2 x, dvec2 y) {
+  precise double d = y.x * y.x + y.y * y.y;
+  precise double re = (x.x * y.x + x.y * y.y) / d;
+  precise double im = (x.y * y.x - x.x * y.y) / d;
+  return dvec2(re, im);
+}
+
+dvec2 cpow(dvec2 x, dvec2 y) {
+  if (x.x == 0.0lf && x.y == 0.0lf) return (y.x == 0.0lf && y.y == 0.0lf) ? dvec2(1.0lf, 0.0lf) : dvec2(0.0lf);
+  if (y.x == 1.0lf && y.y == 0.0lf) return x;
+  if (y.x == -1.0lf && y.y == 0.0lf) return cquo(dvec2(1.0lf, 0.0lf), x);
+  double rho = cabs(x);
+  double theta = atan2_64(x.y, x.x);
+  precise double s = pow64(rho, y.x) * exp64(-y.y * theta);
+  precise double r = y.x * theta + y.y * log64(rho);
+  precise double re = s * cos64(r);
+  precise double im = s * sin64(r);
+  return dvec2(re, im);
+}
+
 dvec2 apply(dvec2 x, dvec2 y) {
   switch (OP) {
     case 0: return x + y;
     case 1: return x - y;
     case 2: return dvec2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
-    default: {
-      double d = y.x * y.x + y.y * y.y;
-      return dvec2((x.x * y.x + x.y * y.y) / d, (x.y * y.x - x.x * y.y) / d);
-    }
+    case 3: return cquo(x, y);
+    default: return cpow(x, y);
   }
 }
 
 void main() {
+  load_math_tables();
   uint n = pc[0];
   uint rank = pc[1];
   uint i = element_index();
@@ -54,21 +87,8 @@ void main() {
   c[i] = T2(apply(x, y));
 #endif
 }
-#else
-// |z| as the complex library computes it: x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in
-// both parts gives NaN, any other non-finite part Inf.
-double cabs(dvec2 v) {
-  double a = abs(v.x), b = abs(v.y);
-  if (isnan(v.x) && isnan(v.y)) return v.x;
-  if (isnan(v.x) || isnan(v.y) || isinf(v.x) || isinf(v.y)) return inf64();
-  if (a == 0.0lf) return b;
-  if (b == 0.0lf) return a;
-  precise double r = a > b ? a * sqrt(1.0lf + b / a * (b / a)) : b * sqrt(1.0lf + a / b * (a / b));
-  return r;
-}
-#endif
 
-#ifdef BINARY
+
 #elif defined(REAL_OUT)
 // abs (OP 0) to the real type R, and is_nan (OP 1) / is_infinity (OP 2) to u8, with the complex
 // library's rules: abs is x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in both parts gives
@@ -104,25 +124,117 @@ dvec2 csqrt(dvec2 z) {
   return dvec2(q, i2);
 }
 
+// The complex library's product and quotient (re = ac - bd, im = bc + ad; quotient by the
+// conjugate over c^2 + d^2).
+dvec2 cmul(dvec2 a, dvec2 b) {
+  precise double re = a.x * b.x - a.y * b.y;
+  precise double im = a.y * b.x + a.x * b.y;
+  return dvec2(re, im);
+}
+
+dvec2 cdiv(dvec2 a, dvec2 b) {
+  precise double den = b.x * b.x + b.y * b.y;
+  precise double re = (a.x * b.x + a.y * b.y) / den;
+  precise double im = (a.y * b.x - a.x * b.y) / den;
+  return dvec2(re, im);
+}
+
+dvec2 cexp(dvec2 v) {
+  precise double rho = exp64(v.x);
+  precise double re = rho * cos64(v.y);
+  precise double im = rho * sin64(v.y);
+  return dvec2(re, im);
+}
+
+dvec2 clog(dvec2 v) { return dvec2(log64(cabs(v)), atan2_64(v.y, v.x)); }
+
+const dvec2 ONE = dvec2(1.0lf, 0.0lf);
+const dvec2 I = dvec2(0.0lf, 1.0lf);
+const dvec2 MINUS_I = dvec2(-0.0lf, -1.0lf);  // negate(i)
+
+dvec2 csin(dvec2 v) {
+  precise double re = sin64(v.x) * cosh64(v.y);
+  precise double im = cos64(v.x) * sinh64(v.y);
+  return dvec2(re, im);
+}
+
+dvec2 ccos(dvec2 v) {
+  precise double re = cos64(v.x) * cosh64(v.y);
+  precise double im = -sin64(v.x) * sinh64(v.y);
+  return dvec2(re, im);
+}
+
+dvec2 csinh(dvec2 v) {
+  precise dvec2 d = cexp(v) - cexp(-v);
+  return d / 2.0lf;
+}
+
+dvec2 ccosh(dvec2 v) {
+  precise dvec2 s = cexp(v) + cexp(-v);
+  return s / 2.0lf;
+}
+
+dvec2 apply_unary(dvec2 v) {
+  switch (OP) {
+    case 0: return -v;
+    case 1: return dvec2(v.x, -v.y);
+    case 2: return csqrt(v);
+    case 3: return cexp(v);
+    case 4: return clog(v);
+    case 5: { precise dvec2 e = cexp(v); return dvec2(e.x - 1.0lf, e.y); }
+    case 6: { precise dvec2 u = v + ONE; return clog(u); }
+    case 7: { precise dvec2 d = cexp(-v) + ONE; return cdiv(ONE, d); }
+    case 8: return csin(v);
+    case 9: return ccos(v);
+    case 10: return cdiv(csin(v), ccos(v));
+    case 11: return csinh(v);
+    case 12: return ccosh(v);
+    case 13: return cdiv(csinh(v), ccosh(v));
+    case 14: {  // -i log(i z + sqrt(1 - z z))
+      precise dvec2 t2 = ONE - cmul(v, v);
+      precise dvec2 w = cmul(I, v) + csqrt(t2);
+      return cmul(MINUS_I, clog(w));
+    }
+    case 15: {  // -i log(z + sqrt(z z - 1))
+      precise dvec2 t1 = cmul(v, v) - ONE;
+      precise dvec2 w = v + csqrt(t1);
+      return cmul(MINUS_I, clog(w));
+    }
+    case 16: {  // (0.5 i) (log(1 - i z) - log(1 + i z))
+      precise dvec2 iz = cmul(I, v);
+      precise dvec2 d = clog(ONE - iz) - clog(ONE + iz);
+      return cmul(cmul(dvec2(0.5lf, 0.0lf), I), d);
+    }
+    case 17: {  // log(z + sqrt(z z + 1))
+      precise dvec2 t1 = cmul(v, v) + ONE;
+      precise dvec2 w = v + csqrt(t1);
+      return clog(w);
+    }
+    case 18: {  // log(z + sqrt(z z - 1))
+      precise dvec2 t1 = cmul(v, v) - ONE;
+      precise dvec2 w = v + csqrt(t1);
+      return clog(w);
+    }
+    case 19: {  // 0.5 log((1 + z) / (1 - z))
+      precise dvec2 q = cdiv(ONE + v, ONE - v);
+      return cmul(dvec2(0.5lf, 0.0lf), clog(q));
+    }
+    case 20: return cdiv(ONE, csqrt(v));
+    default: {  // from_polar(cbrt(|z|), phase(z) / 3)
+      double r = cbrt64(cabs(v));
+      precise double phi = atan2_64(v.y, v.x) / 3.0lf;
+      if (phi == 0.0lf) return dvec2(r, 0.0lf);
+      precise double re = r * cos64(phi) - 0.0lf * sin64(phi);
+      precise double im = 0.0lf * cos64(phi) + r * sin64(phi);
+      return dvec2(re, im);
+    }
+  }
+}
+
 void main() {
   load_math_tables();
   uint i = element_index();
   if (i >= pc[0]) return;
-  dvec2 v = dvec2(x[i]);
-  dvec2 r;
-  switch (OP) {
-    case 0: r = -v; break;
-    case 1: r = dvec2(v.x, -v.y); break;
-    case 2: r = csqrt(v); break;
-    case 3: {
-      precise double rho = exp64(v.x);
-      precise double re = rho * cos64(v.y);
-      precise double im = rho * sin64(v.y);
-      r = dvec2(re, im);
-      break;
-    }
-    default: r = dvec2(log64(cabs(v)), atan2_64(v.y, v.x)); break;
-  }
-  y[i] = T2(r);
+  y[i] = T2(apply_unary(dvec2(x[i])));
 }
 #endif

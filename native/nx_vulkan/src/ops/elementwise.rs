@@ -157,7 +157,7 @@ fn broadcast_dispatch(
     Ok(out)
 }
 
-const COMPLEX_ARITH: &[&str] = &["add", "subtract", "multiply", "divide"];
+const COMPLEX_ARITH: &[&str] = &["add", "subtract", "multiply", "divide", "pow"];
 const COMPLEX_COMPARE: &[&str] = &["equal", "not_equal"];
 
 #[allow(clippy::too_many_arguments)]
@@ -186,7 +186,10 @@ fn complex_binary(
     broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
 }
 
-const COMPLEX_UNARY: &[&str] = &["negate", "conjugate", "sqrt", "exp", "log"];
+const COMPLEX_UNARY: &[&str] = &[
+    "negate", "conjugate", "sqrt", "exp", "log", "expm1", "log1p", "sigmoid", "sin", "cos", "tan",
+    "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "rsqrt", "cbrt",
+];
 const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
 
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
