@@ -33,7 +33,10 @@ defmodule Nx.Vulkan.Backend do
   """
   @behaviour Nx.Backend
 
-  defstruct [:ref]
+  # `constant`: for tensors made by constant/3, the value every element holds (as stored, e.g.
+  # 0.1 rounded to f32), so broadcasts, transposes and casts of it become other constants
+  # (shared, no dispatch) instead of copies; nil otherwise.
+  defstruct [:ref, :constant]
 
   alias Nx.Tensor, as: T
   alias Nx.Vulkan.{Fallback, Native}
@@ -72,15 +75,33 @@ defmodule Nx.Vulkan.Backend do
       nil ->
         t = fill_constant(out, number, opts)
 
-        if match?(%__MODULE__{}, t.data),
-          do: Nx.Vulkan.ConstantCache.put(key, Nx.size(shape), t.data)
+        case t.data do
+          %__MODULE__{} = data ->
+            stored = Nx.BinaryBackend.constant(%{out | shape: {}}, number, []) |> Nx.to_number()
+            data = %{data | constant: stored}
+            Nx.Vulkan.ConstantCache.put(key, Nx.size(shape), data)
+            %{t | data: data}
 
-        t
+          _ ->
+            t
+        end
 
       data ->
         %{out | data: data}
     end
   end
+
+  # A cast of a constant is the constant of the new type when writing the stored value into that
+  # type is what as_type does: to floats (rounding to nearest; bf16 truncated from f32, as both
+  # do) and integer to integer (wrapping). Float to integer is not (as_type truncates).
+  defp constant_cast?({:f, _}, {:f, _}), do: true
+  defp constant_cast?({:bf, _}, {:f, _}), do: true
+  defp constant_cast?({:f, _}, {:bf, _}), do: true
+  defp constant_cast?({:bf, _}, {:bf, _}), do: true
+  defp constant_cast?({kind, _}, {:f, _}) when kind in [:s, :u], do: true
+  defp constant_cast?({kind, _}, {:bf, _}) when kind in [:s, :u], do: true
+  defp constant_cast?({from, _}, {to, _}) when from in [:s, :u] and to in [:s, :u], do: true
+  defp constant_cast?(_, _), do: false
 
   defp fill_constant(%T{type: type} = out, number, opts) do
     case elem_bytes(type) do
@@ -247,17 +268,23 @@ defmodule Nx.Vulkan.Backend do
   def squeeze(out, %T{data: data}, _axes), do: %{out | data: data}
 
   @impl true
-  def bitcast(out, %T{data: data}), do: %{out | data: data}
+  def bitcast(out, %T{data: data}), do: %{out | data: %{data | constant: nil}}
 
   ## Shape: strided copies
 
   @impl true
+  def transpose(out, %T{data: %__MODULE__{constant: value}}, _axes) when value != nil,
+    do: constant(out, value, [])
+
   def transpose(%T{} = out, %T{shape: shape} = t, axes) do
     strides = contiguous_strides(shape)
     view(out, t, 0, Enum.map(axes, &elem(strides, &1))) || fallback(:transpose, [out, t, axes])
   end
 
   @impl true
+  def broadcast(out, %T{data: %__MODULE__{constant: value}}, _shape, _axes) when value != nil,
+    do: constant(out, value, [])
+
   def broadcast(%T{shape: out_shape} = out, %T{shape: shape} = t, _shape, axes) do
     strides = contiguous_strides(shape)
     axis_of = axes |> Enum.with_index() |> Map.new()
@@ -404,6 +431,13 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def as_type(%T{type: type} = out, %T{type: type} = t), do: %{out | data: t.data}
+
+  def as_type(%T{type: to} = out, %T{type: from, data: %__MODULE__{constant: value}} = t)
+      when value != nil do
+    if constant_cast?(from, to),
+      do: constant(out, value, []),
+      else: as_type(out, %{t | data: %{t.data | constant: nil}})
+  end
 
   def as_type(%T{type: to} = out, %T{type: from} = t) do
     Native.as_type(from, to, ref!(t), Nx.size(t)) |> result(out, :as_type, [out, t])

@@ -202,6 +202,56 @@ defmodule Nx.Vulkan.ConstantCacheTest do
              Nx.Vulkan.Backend.constant(%Nx.Tensor{shape: {}, type: {:s, 64}, names: []}, 3, [])
            ) == <<3::64-native>>
   end
+
+  defp constant(type, shape, value) do
+    names = List.duplicate(nil, tuple_size(shape))
+
+    Nx.Vulkan.Backend.constant(
+      %Nx.Tensor{shape: shape, type: Nx.Type.normalize!(type), names: names},
+      value,
+      []
+    )
+  end
+
+  # Casts, broadcasts and transposes of a constant become constants (shared, no dispatch) holding
+  # the cast value: the stored value, as the kernel would have converted it.
+  test "casts, broadcasts and transposes of constants equal the BinaryBackend's" do
+    for {from, value, to} <- [
+          {:f32, 0.1, :f64},
+          {:f64, 0.1, :f32},
+          {:f32, 1.0e39, :f16},
+          {:f32, 3.3, :bf16},
+          {:s32, 300, :u8},
+          {:s32, -7, :f32},
+          {:u8, 200, :s8},
+          {:f32, 2.7, :s32},
+          {:f32, -2.7, :u8},
+          {:f64, :nan, :f32}
+        ] do
+      c = constant(from, {2, 3}, value)
+      host = Nx.backend_copy(c, Nx.BinaryBackend)
+
+      for {label, fun} <- [
+            as_type: &Nx.as_type(&1, to),
+            broadcast: &Nx.broadcast(Nx.as_type(&1, to), {4, 2, 3}),
+            transpose: &Nx.transpose(Nx.as_type(&1, to))
+          ] do
+        actual = fun.(c)
+        expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> fun.(host) end)
+
+        assert Nx.to_binary(actual) == Nx.to_binary(expected),
+               "#{label} #{from} #{inspect(value)} -> #{to}"
+
+        assert %Nx.Vulkan.Backend{} = actual.data
+      end
+    end
+
+    # bitcast reinterprets the bits: the result is no longer a constant of the same value.
+    c = constant(:f32, {3}, 1.0)
+    bits = Nx.bitcast(c, :u32)
+    assert bits.data.constant == nil
+    assert Nx.to_flat_list(Nx.as_type(bits, :f32)) == List.duplicate(1_065_353_216.0, 3)
+  end
 end
 
 defmodule Nx.Vulkan.ComplexPartsTest do
