@@ -142,7 +142,7 @@ defmodule Nx.Vulkan.Backend do
     rank = tuple_size(shape)
     cols = elem(shape, rank - 1)
     rows = elem(shape, rank - 2)
-    ct = compute_type(type)
+    ct = index_type(type)
 
     Native.iota(ct, Nx.size(shape), cols, rows, true)
     |> result(%{out | type: ct}, :eye, [out, opts])
@@ -160,7 +160,7 @@ defmodule Nx.Vulkan.Backend do
           {shape |> Tuple.to_list() |> Enum.drop(axis + 1) |> Enum.product(), elem(shape, axis)}
       end
 
-    ct = compute_type(type)
+    ct = index_type(type)
 
     Native.iota(ct, Nx.size(shape), inner, dim, false)
     |> result(%{out | type: ct}, :iota, [out, axis, opts])
@@ -1110,6 +1110,126 @@ defmodule Nx.Vulkan.Backend do
     end)
   end
 
+  ## reduce and window_reduce with Elixir functions
+
+  # The function is folded over the reduced elements in the BinaryBackend's order, one element
+  # position at a time, and applied to every output position at once: its arguments are
+  # vectorized scalars (Nx.vectorize), so it sees per position exactly what it sees on the host,
+  # one scalar. The host keeps functions compiled by Nx.Defn (the Evaluator's closures call
+  # backend callbacks directly, which vectorization does not reach), folds longer than
+  # @max_fold steps (one step is a dispatch or more), and any function that fails on tensors or
+  # leaves the device (then it runs again, on the host).
+  @max_fold 256
+  @fold_axis :nx_vulkan_fold
+
+  @impl true
+  def reduce(%T{} = out, %T{shape: shape} = t, acc, opts, fun) do
+    # Row-major over the reduced axes in ascending order, as the BinaryBackend walks them.
+    axes = Enum.sort(opts[:axes] || Nx.axes(shape))
+    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
+    len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+
+    device_fold(out, len, acc, fun, [out, t, acc, opts, fun], :reduce, fn positions ->
+      x = t |> Nx.rename(nil) |> Nx.transpose(axes: axes ++ kept) |> Nx.reshape({len, positions})
+      fn i -> x |> Nx.slice_along_axis(i, 1, axis: 0) |> Nx.reshape({positions}) end
+    end)
+  end
+
+  @impl true
+  def window_reduce(%T{shape: out_shape} = out, %T{} = t, acc, window, opts, fun) do
+    offsets = window |> Tuple.to_list() |> Enum.map(&Enum.to_list(0..(&1 - 1)//1)) |> cartesian()
+    dilations = opts[:window_dilations]
+
+    device_fold(
+      out,
+      length(offsets),
+      acc,
+      fun,
+      [out, t, acc, window, opts, fun],
+      :window_reduce,
+      fn positions ->
+        padded =
+          t
+          |> Nx.rename(nil)
+          |> Nx.pad(acc, Enum.map(opts[:padding], fn {lo, hi} -> {lo, hi, 0} end))
+
+        # Offset i of every window: a strided slice spanning (out - 1) strides per axis.
+        spans = out_shape |> Tuple.to_list() |> Enum.zip_with(opts[:strides], &((&1 - 1) * &2 + 1))
+
+        fn i ->
+          starts = offsets |> Enum.at(i) |> Enum.zip_with(dilations, &(&1 * &2))
+
+          padded
+          |> Nx.slice(starts, spans, strides: opts[:strides])
+          |> Nx.reshape({positions})
+        end
+      end
+    )
+  end
+
+  defp cartesian([]), do: [[]]
+  defp cartesian([values | rest]), do: for(v <- values, tail <- cartesian(rest), do: [v | tail])
+
+  # `columns.(positions)` returns `column.(i)`, the i-th folded element of every output position.
+  defp device_fold(%T{shape: out_shape} = out, steps, acc, fun, args, op, columns) do
+    positions = Nx.size(out_shape)
+
+    reason =
+      cond do
+        not elixir_fun?(fun) ->
+          "the reduction function is compiled by Nx.Defn (it calls backend callbacks directly)"
+
+        steps > @max_fold ->
+          "a fold of #{steps} steps (more than #{@max_fold}, each a dispatch or more)"
+
+        positions == 0 ->
+          "an empty result"
+
+        true ->
+          nil
+      end
+
+    case reason || fold(out, steps, acc, fun, columns) do
+      %T{} = result -> result
+      reason -> Fallback.run(op, reason, args)
+    end
+  end
+
+  defp fold(%T{shape: out_shape, type: type} = out, steps, acc, fun, columns) do
+    positions = Nx.size(out_shape)
+
+    Nx.with_default_backend(__MODULE__, fn ->
+      acc = Nx.backend_transfer(acc, __MODULE__)
+      column = columns.(positions)
+
+      folded =
+        Enum.reduce(0..(steps - 1)//1, acc, fn i, acc ->
+          fun.(Nx.vectorize(column.(i), @fold_axis), acc)
+        end)
+
+      case Nx.to_tensor(folded) do
+        %T{shape: {}, vectorized_axes: axes, data: %__MODULE__{}} = folded
+        when axes in [[], [{@fold_axis, positions}]] ->
+          folded
+          |> Nx.devectorize(keep_names: false)
+          |> Nx.broadcast({positions})
+          |> cast(type)
+          |> Nx.reshape(out_shape)
+          |> then(&%{out | data: &1.data})
+
+        _ ->
+          "the reduction function does not return a scalar on the device"
+      end
+    end)
+  rescue
+    _ -> "the reduction function does not take vectorized tensors"
+  end
+
+  defp elixir_fun?(fun) do
+    {:module, module} = Function.info(fun, :module)
+    not String.starts_with?(Atom.to_string(module), "Elixir.Nx.Defn")
+  end
+
   ## Fourier transforms
 
   # Along `axis`: moved last, padded or sliced to `length`, cast to c128; the NIF computes as
@@ -1170,12 +1290,7 @@ defmodule Nx.Vulkan.Backend do
     |> Enum.uniq()
     |> Kernel.--(device_unary ++ [:real, :imag, :conjugate])
 
-  host_ops =
-    Enum.map(host_unary, &{&1, 2, "no device kernel yet"}) ++
-      [
-        {:reduce, 5, "the reduction function is Elixir code, run by the host"},
-        {:window_reduce, 6, "the reduction function is Elixir code, run by the host"}
-      ]
+  host_ops = Enum.map(host_unary, &{&1, 2, "no device kernel yet"})
 
   for {op, arity, reason} <- host_ops do
     args = Macro.generate_arguments(arity, __MODULE__)
@@ -1207,6 +1322,10 @@ defmodule Nx.Vulkan.Backend do
   # bf16 has no arithmetic kernels: it computes as f32 (an exact widening) and narrows once at
   # the end, as the BinaryBackend does (f64 math, rounded to f32, truncated to bf16).
   defp compute_type({:bf, 16}), do: {:f, 32}
+
+  # iota and eye: bf16 through f32, complex through its real part's type (then cast).
+  defp index_type({:c, bits}), do: {:f, div(bits, 2)}
+  defp index_type(type), do: compute_type(type)
   defp compute_type(type), do: type
 
   defp cast(%T{type: type} = t, type), do: t

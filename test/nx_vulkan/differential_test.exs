@@ -390,6 +390,46 @@ defmodule Nx.Vulkan.DifferentialTest do
     end
   end
 
+  # Elixir reduction functions, folded on the device in the BinaryBackend's order: a
+  # non-associative function shows the order.
+  # The fold keeps the element type: the BinaryBackend raises when the function's result type
+  # is not the output's. Its window_reduce passes plain numbers to the function (so results are
+  # f32 or s32 tensors): window_reduce compares on those two types.
+  for type <- [:f32, :f64, :s32, :u8, :bf16] do
+    test "reduce and window_reduce with Elixir functions, #{type}" do
+      type = unquote(type)
+      t = tensor(type, {3, 4, 5}, 307, :small)
+      fold = fn x, acc -> Nx.subtract(Nx.multiply(acc, 2), x) |> Nx.as_type(Nx.type(x)) end
+
+      for opts <- [[], [axes: [1]], [axes: [2, 0]], [axes: [0, 2], keep_axes: true]] do
+        check("reduce #{inspect(opts)}", &Nx.reduce(&1, 1, opts, fold), [t], sum_tol(type))
+      end
+
+      check(
+        "reduce max",
+        &Nx.reduce(&1, 0, [axes: [1]], fn x, acc -> Nx.as_type(Nx.max(x, acc), Nx.type(x)) end),
+        [t]
+      )
+
+      if type in [:f32, :s32] do
+        fold = fn x, acc -> Nx.subtract(Nx.multiply(acc, 2), x) end
+
+        for {window, opts} <- [
+              {{1, 2, 3}, []},
+              {{2, 2, 1}, [strides: [1, 2, 1], padding: :same]},
+              {{1, 2, 2}, [padding: [{0, 0}, {1, 2}, {2, 0}], window_dilations: [1, 2, 2]]}
+            ] do
+          check(
+            "window_reduce #{inspect(window)}",
+            &Nx.window_reduce(&1, 0, window, opts, fold),
+            [t],
+            sum_tol(type)
+          )
+        end
+      end
+    end
+  end
+
   ## Windows
 
   for type <- @types do

@@ -4,10 +4,7 @@ defmodule Nx.Vulkan.ResidencyRegister do
   # test/nx_vulkan/nx_doctest_test.exs). An entry is removed when its function becomes resident;
   # the doctest test fails for a new fallback and for a stale entry alike.
   @register %{
-    Nx => %{
-      {:reduce, 4} => "reduce: the reduction function is Elixir code, run by the host",
-      {:window_reduce, 5} => "window_reduce: the reduction function is Elixir code, run by the host"
-    },
+    Nx => %{},
     Nx.LinAlg => %{}
   }
 
