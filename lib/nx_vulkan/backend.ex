@@ -548,9 +548,45 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = a, %T{} = b) do
       ct = compute_type(type)
-      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), cast(b, ct)) |> cast(type)
+      b = cast(b, ct)
+      check_integer_operand!(unquote(op), ct, b)
+      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), b) |> cast(type)
     end
   end
+
+  # Integer quotient/remainder by zero, pow with a negative exponent and shifts by a negative
+  # amount raise, as in the BinaryBackend, rather than give a made-up value. A constant operand
+  # is checked by its value; any other costs a reduction and a scalar read (a flush).
+  defp check_integer_operand!(op, {kind, _}, b)
+       when op in [:quotient, :remainder, :pow, :left_shift, :right_shift] and kind in [:s, :u] do
+    division? = op in [:quotient, :remainder]
+
+    bad =
+      case b.data do
+        %__MODULE__{constant: value} when is_integer(value) ->
+          if (division? and value == 0) or (not division? and value < 0), do: value
+
+        _ when division? ->
+          if Nx.to_number(Nx.any(Nx.equal(b, 0))) == 1, do: 0
+
+        _ when kind == :s ->
+          min = Nx.to_number(Nx.reduce_min(b))
+          if min < 0, do: min
+
+        _ ->
+          nil
+      end
+
+    cond do
+      bad == nil -> :ok
+      division? -> raise ArithmeticError, "integer #{op} by zero (a divisor is 0)"
+      op == :pow -> raise ArithmeticError, "integer pow with a negative exponent (#{bad})"
+      op == :left_shift -> raise ArgumentError, "cannot left shift by #{bad}"
+      true -> raise ArgumentError, "cannot right shift by #{bad}"
+    end
+  end
+
+  defp check_integer_operand!(_op, _type, _b), do: :ok
 
   @device_predicates [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] ++
                        [:logical_and, :logical_or, :logical_xor]

@@ -108,4 +108,36 @@ defmodule Nx.Vulkan.NoDeviceTest do
   after
     System.delete_env("NXV_DEVICE_CLASS")
   end
+
+  # The BinaryBackend raises for these; the device does too instead of making up a value.
+  test "integer division by zero, negative exponents and negative shifts raise" do
+    a = Nx.tensor([7, -8, 9], type: :s32, backend: Nx.Vulkan.Backend)
+    zero = Nx.tensor([1, 0, 2], type: :s32, backend: Nx.Vulkan.Backend)
+
+    assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.quotient(a, zero) end
+    assert_raise ArithmeticError, ~r/integer remainder by zero/, fn -> Nx.remainder(a, 0) end
+
+    assert_raise ArithmeticError, ~r/negative exponent \(-1\)/, fn ->
+      Nx.pow(a, Nx.tensor([2, -1, 0], backend: Nx.Vulkan.Backend))
+    end
+
+    assert_raise ArgumentError, "cannot left shift by -3", fn -> Nx.left_shift(a, -3) end
+
+    assert_raise ArgumentError, "cannot right shift by -2", fn ->
+      Nx.right_shift(a, Nx.tensor([1, -2, 0], backend: Nx.Vulkan.Backend))
+    end
+
+    # Unsigned operands are never negative; valid ones run as before.
+    assert Nx.to_flat_list(Nx.quotient(a, 2)) == [3, -4, 4]
+
+    assert Nx.to_flat_list(
+             Nx.left_shift(Nx.tensor([1, 2], type: :u8, backend: Nx.Vulkan.Backend), 3)
+           ) == [8, 16]
+
+    # Floats divide by zero as IEEE 754 says.
+    assert Nx.to_flat_list(Nx.divide(Nx.tensor([1.0, -1.0], backend: Nx.Vulkan.Backend), 0.0)) == [
+             :infinity,
+             :neg_infinity
+           ]
+  end
 end
