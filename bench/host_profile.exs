@@ -4,7 +4,7 @@
 #
 #   mix run bench/host_profile.exs     (or: elixir bench/host_profile.exs with apps on ERL_LIBS)
 Code.require_file("../examples/mnist_mlp.exs", __DIR__)
-if Code.ensure_loaded?(Mix.Project) and Mix.Project.get(), do: Mix.ensure_application!(:tools)
+if Process.whereis(Mix.ProjectStack), do: Mix.ensure_application!(:tools)
 {:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
 {params, x, labels} = MNISTMLP.inputs({32, 784, 128, 10}, Nx.Vulkan.Backend)
