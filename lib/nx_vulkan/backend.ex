@@ -1358,11 +1358,11 @@ defmodule Nx.Vulkan.Backend do
   # bf16 has no arithmetic kernels: it computes as f32 (an exact widening) and narrows once at
   # the end, as the BinaryBackend does (f64 math, rounded to f32, truncated to bf16).
   defp compute_type({:bf, 16}), do: {:f, 32}
+  defp compute_type(type), do: type
 
   # iota and eye: bf16 through f32, complex through its real part's type (then cast).
   defp index_type({:c, bits}), do: {:f, div(bits, 2)}
   defp index_type(type), do: compute_type(type)
-  defp compute_type(type), do: type
 
   defp cast(%T{type: type} = t, type), do: t
   defp cast(%T{} = t, type), do: as_type(%{t | type: type}, t)
