@@ -86,7 +86,9 @@ defmodule Nx.Vulkan.ResidencyRegister do
         fell_back
       )
 
-      IO.puts("  doctests that leave the device, by register entry (last fallback seen):")
+      if fell_back == %{},
+        do: IO.puts("  doctests that leave the device: none"),
+        else: IO.puts("  doctests that leave the device, by register entry (last fallback seen):")
 
       fell_back
       |> Enum.group_by(fn {_test, {entry, _}} -> entry end, fn {test, {_, reason}} ->
