@@ -110,6 +110,21 @@ ulps = fn type, expected, actual ->
   )
 end
 
+# One table row: the device result against the host's, in ulps.
+report = fn label, type, expected, actual ->
+  diffs = ulps.(type, expected, actual)
+  percent = &"#{Float.round(100 * Enum.count(diffs, &1) / length(diffs), 3)}%"
+
+  :io.format("~-7s ~-5s ~-11s ~-14s ~-10s ~B~n", [
+    label,
+    Atom.to_string(type),
+    percent.(&(&1 == 0)),
+    percent.(&(&1 != :infinity and &1 <= 1)),
+    inspect(Enum.max(diffs)),
+    length(diffs)
+  ])
+end
+
 IO.puts("nx_vulkan math check: #{n} inputs per function, device #{Nx.Vulkan.Device.info().name}")
 IO.puts("op      type  identical   within 1 ulp   max ulps   of")
 
@@ -164,19 +179,7 @@ for type <- [:f32, :f64], {op, {lo, hi}} <- ops do
     apply(Nx, op, [Nx.backend_transfer(inputs, Nx.Vulkan.Backend)])
     |> Nx.backend_transfer(Nx.BinaryBackend)
 
-  diffs = ulps.(type, expected, actual)
-  exact = Enum.count(diffs, &(&1 == 0))
-  close = Enum.count(diffs, &(&1 != :infinity and &1 <= 1))
-  worst = Enum.max(diffs)
-
-  :io.format("~-7s ~-5s ~-11s ~-14s ~-10s ~B~n", [
-    Atom.to_string(op),
-    Atom.to_string(type),
-    "#{Float.round(100 * exact / length(diffs), 3)}%",
-    "#{Float.round(100 * close / length(diffs), 3)}%",
-    inspect(worst),
-    length(diffs)
-  ])
+  report.(Atom.to_string(op), type, expected, actual)
 end
 
 # pow (binary): bases log-uniform over many magnitudes, exponents uniform in [-40, 40] and
@@ -219,16 +222,5 @@ for type <- [:f32, :f64] do
     )
     |> Nx.backend_transfer(Nx.BinaryBackend)
 
-  diffs = ulps.(type, expected, actual)
-  exact = Enum.count(diffs, &(&1 == 0))
-  close = Enum.count(diffs, &(&1 != :infinity and &1 <= 1))
-
-  :io.format("~-7s ~-5s ~-11s ~-14s ~-10s ~B~n", [
-    "pow",
-    Atom.to_string(type),
-    "#{Float.round(100 * exact / length(diffs), 3)}%",
-    "#{Float.round(100 * close / length(diffs), 3)}%",
-    inspect(Enum.max(diffs)),
-    length(diffs)
-  ])
+  report.("pow", type, expected, actual)
 end

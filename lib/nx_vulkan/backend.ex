@@ -327,7 +327,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def concatenate(%T{shape: out_shape, type: type} = out, tensors, axis) do
-    with bytes when bytes != nil <- copy_bytes(type),
+    with bytes when bytes != nil <- move_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
@@ -345,7 +345,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def stack(%T{shape: out_shape, type: type} = out, tensors, axis) do
-    with bytes when bytes != nil <- copy_bytes(type),
+    with bytes when bytes != nil <- move_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
@@ -368,7 +368,7 @@ defmodule Nx.Vulkan.Backend do
   def put_slice(%T{shape: shape, type: type} = out, t, starts, slice) do
     slice = cast(slice, type)
 
-    with bytes when bytes != nil <- copy_bytes(type),
+    with bytes when bytes != nil <- move_bytes(type),
          %T{data: %__MODULE__{ref: dst}} <- copy(cast(t, type)) do
       starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
       strides = contiguous_strides(shape)
@@ -382,7 +382,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
-    with bytes when bytes != nil <- copy_bytes(type),
+    with bytes when bytes != nil <- move_bytes(type),
          # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
          %T{data: %__MODULE__{ref: dst}} <-
            view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
@@ -445,15 +445,8 @@ defmodule Nx.Vulkan.Backend do
 
   # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
   @impl true
-  def gather(%T{type: {:c, 128}} = out, t, indices, opts) do
-    Nx.with_default_backend(__MODULE__, fn ->
-      {re, im} = parts(t, {:f, 64})
-      join(out, Nx.gather(re, indices, opts), Nx.gather(im, indices, opts))
-    end)
-  end
-
   def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
-    case elem_bytes(type) do
+    case move_bytes(type) do
       nil ->
         fallback(:gather, [out, t, indices, opts])
 
@@ -605,20 +598,11 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  # c128 (16-byte elements): one select per part.
-  def select(%T{type: {:c, 128}} = out, %T{type: {:u, 8}} = pred, on_true, on_false) do
-    Nx.with_default_backend(__MODULE__, fn ->
-      {tr, ti} = parts(on_true, {:f, 64})
-      {fr, fi} = parts(on_false, {:f, 64})
-      join(out, Nx.select(pred, tr, fr), Nx.select(pred, ti, fi))
-    end)
-  end
-
   def select(%T{type: type} = out, %T{type: {:u, 8}} = pred, on_true, on_false) do
     on_true = cast(on_true, type)
     on_false = cast(on_false, type)
 
-    case elem_bytes(type) do
+    case move_bytes(type) do
       nil ->
         fallback(:select, [out, pred, on_true, on_false])
 
@@ -1374,7 +1358,7 @@ defmodule Nx.Vulkan.Backend do
   defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
     strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
 
-    with bytes when bytes != nil <- copy_bytes(type),
+    with bytes when bytes != nil <- move_bytes(type),
          {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
       wrap(ref, out)
     else
@@ -1403,9 +1387,10 @@ defmodule Nx.Vulkan.Backend do
   defp elem_bytes({_, bits}) when bits >= 8 and bits <= 64, do: div(bits, 8)
   defp elem_bytes(_), do: nil
 
-  # Strided copies also move c128 (as pairs of 8-byte halves).
-  defp copy_bytes({:c, 128}), do: 16
-  defp copy_bytes(type), do: elem_bytes(type)
+  # Kernels that only move whole elements (strided copies, gather, select) also take c128: the
+  # NIFs treat it as pairs of 8-byte halves.
+  defp move_bytes({:c, 128}), do: 16
+  defp move_bytes(type), do: elem_bytes(type)
 
   defp shape_list(%T{shape: shape}), do: Tuple.to_list(shape)
 

@@ -9,6 +9,7 @@
 // (what Nx.BinaryBackend evaluates), with the crate's f64 routines; bindings 0 x, 1 y; pc[0] n.
 #include "common.glsl"
 #include "math64.glsl"
+#include "complex_math.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 
@@ -33,17 +34,10 @@ layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T2 c[]; };
 #endif
 
-dvec2 cquo(dvec2 x, dvec2 y) {
-  precise double d = y.x * y.x + y.y * y.y;
-  precise double re = (x.x * y.x + x.y * y.y) / d;
-  precise double im = (x.y * y.x - x.x * y.y) / d;
-  return dvec2(re, im);
-}
-
 dvec2 cpow(dvec2 x, dvec2 y) {
   if (x.x == 0.0lf && x.y == 0.0lf) return (y.x == 0.0lf && y.y == 0.0lf) ? dvec2(1.0lf, 0.0lf) : dvec2(0.0lf);
   if (y.x == 1.0lf && y.y == 0.0lf) return x;
-  if (y.x == -1.0lf && y.y == 0.0lf) return cquo(dvec2(1.0lf, 0.0lf), x);
+  if (y.x == -1.0lf && y.y == 0.0lf) return cdiv(dvec2(1.0lf, 0.0lf), x);
   double rho = cabs(x);
   double theta = atan2_64(x.y, x.x);
   precise double s = pow64(rho, y.x) * exp64(-y.y * theta);
@@ -57,8 +51,8 @@ dvec2 apply(dvec2 x, dvec2 y) {
   switch (OP) {
     case 0: return x + y;
     case 1: return x - y;
-    case 2: return dvec2(x.x * y.x - x.y * y.y, x.x * y.y + x.y * y.x);
-    case 3: return cquo(x, y);
+    case 2: return cmul(x, y);
+    case 3: return cdiv(x, y);
     default: return cpow(x, y);
   }
 }
@@ -122,21 +116,6 @@ dvec2 csqrt(dvec2 z) {
   double i2 = im >= 0.0lf ? w : -w;
   precise double q = im / (2.0lf * i2);
   return dvec2(q, i2);
-}
-
-// The complex library's product and quotient (re = ac - bd, im = bc + ad; quotient by the
-// conjugate over c^2 + d^2).
-dvec2 cmul(dvec2 a, dvec2 b) {
-  precise double re = a.x * b.x - a.y * b.y;
-  precise double im = a.y * b.x + a.x * b.y;
-  return dvec2(re, im);
-}
-
-dvec2 cdiv(dvec2 a, dvec2 b) {
-  precise double den = b.x * b.x + b.y * b.y;
-  precise double re = (a.x * b.x + a.y * b.y) / den;
-  precise double im = (a.y * b.x - a.x * b.y) / den;
-  return dvec2(re, im);
 }
 
 dvec2 cexp(dvec2 v) {

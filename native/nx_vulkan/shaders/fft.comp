@@ -25,6 +25,7 @@
 // pc[6] invocations, pc[7] M, pc[8..9] eps as f64 bits (low, high).
 #include "common.glsl"
 #include "math64.glsl"
+#include "complex_math.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer Src { dvec2 src[]; };
@@ -33,22 +34,6 @@ layout(set = 0, binding = 2) buffer Dst { dvec2 dst[]; };
 
 const double MINUS_TWO_PI = -6.283185307179586lf;
 const double MINUS_PI = -3.141592653589793lf;
-
-dvec2 cmul(dvec2 a, dvec2 b) {
-  precise double re = a.x * b.x - a.y * b.y;
-  precise double im = a.y * b.x + a.x * b.y;
-  return dvec2(re, im);
-}
-
-dvec2 conj(dvec2 a) { return dvec2(a.x, -a.y); }
-
-// The complex library's z / d for a real d: ((re d + im 0) / (d d + 0 0), (im d - re 0) / (...)).
-dvec2 cdiv_real(dvec2 z, double d) {
-  precise double den = d * d + 0.0lf * 0.0lf;
-  precise double re = (z.x * d + z.y * 0.0lf) / den;
-  precise double im = (z.y * d - z.x * 0.0lf) / den;
-  return dvec2(re, im);
-}
 
 dvec2 polar(double angle) { return angle == 0.0lf ? dvec2(1.0lf, 0.0lf) : dvec2(cos64(angle), sin64(angle)); }
 
@@ -109,7 +94,7 @@ void main() {
     dst[lo + h] = e - t;
   } else if (OP == 2u) {
     dvec2 z = dst[id];
-    if ((pc[5] & 2u) != 0u) z = cdiv_real(conj(z), double(n));
+    if ((pc[5] & 2u) != 0u) z = cdiv(conj(z), dvec2(double(n), 0.0lf));
     double eps = packDouble2x32(uvec2(pc[8], pc[9]));
     if (abs(z.x) <= eps) z.x = 0.0lf;
     if (abs(z.y) <= eps) z.y = 0.0lf;
@@ -139,7 +124,7 @@ void main() {
     uint big = pc[7];
     uint row = id / n;
     uint k = id - row * n;
-    dvec2 z = cdiv_real(conj(src[row * big + k]), double(big));
+    dvec2 z = cdiv(conj(src[row * big + k]), dvec2(double(big), 0.0lf));
     dst[id] = cmul(z, chirp(k, n));
   }
 }

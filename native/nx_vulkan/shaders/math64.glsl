@@ -759,7 +759,7 @@ double atan2_64(double y, double x) {
   return y < 0.0lf || (y == 0.0lf && (doubleBitsToUint64(y) >> 63) != 0ul) ? -a : a;
 }
 
-// The asin/acos rational approximation of fdlibm (e_asin.c, e_acos.c): asin(x) = x + x r_poly(x^2).
+// The asin/acos rational approximation of fdlibm (e_asin.c, e_acos.c): asin(x) = x + x R(x^2).
 double asin_rational(double t) {
   precise double p = t * (1.66666666666666657415e-01lf + t * (-3.25565818622400915405e-01lf +
                      t * (2.01212532134862925881e-01lf + t * (-4.00555345006794114027e-02lf +
@@ -1012,7 +1012,7 @@ double fmod64(double x, double y) {
 const double ERX = 8.45062911510467529297e-01lf;
 const double EFX = 1.28379167095512586316e-01lf;
 
-// erf(x) = x + x r_poly(x^2) on |x| < 0.84375.
+// erf(x) = x + x R(x^2) on |x| < 0.84375.
 double erf_small(double x, double z) {
   const double pp0 = 1.28379167095512558561e-01lf, pp1 = -3.25042107247001499370e-01lf,
                pp2 = -2.84817495755985104766e-02lf, pp3 = -5.77027029648944159157e-03lf,
@@ -1032,7 +1032,7 @@ double erf_small(double x, double z) {
   return y;
 }
 
-// erf(1 + s) - erx = p_poly(s) / q_poly(s) on 0.84375 <= |x| < 1.25, s = |x| - 1.
+// erf(1 + s) - erx = P(s) / Q(s) on 0.84375 <= |x| < 1.25, s = |x| - 1.
 double erf_near_one(double s) {
   const double pa0 = -2.36211856075265944077e-03lf, pa1 = 4.14856118683748331666e-01lf,
                pa2 = -3.72207876035701323847e-01lf, pa3 = 3.18346619901161753674e-01lf,
@@ -1056,55 +1056,46 @@ double erf_near_one(double s) {
   return y;
 }
 
-// erfc(x) x = exp(-x^2 - 0.5625 + r_poly/s_poly) for 1.25 <= x < 28; `near` selects fdlibm's
-// [1.25, 1/0.35) coefficients, else those of [1/0.35, 28).
+// erfc(x) x = exp(-x^2 - 0.5625 + R/S) for 1.25 <= x < 28, R and S polynomials in 1/x^2 with
+// fdlibm's coefficients for [1.25, 1/0.35) (`near`) or [1/0.35, 28), evaluated in glibc's order.
+// The far interval has one coefficient fewer in each: its zeros here add exact zeros.
+const double ERFC_NEAR_R[8] = double[8](
+  -9.86494403484714822705e-03lf, -6.93858572707181764372e-01lf, -1.05586262253232909814e+01lf,
+  -6.23753324503260060396e+01lf, -1.62396669462573470355e+02lf, -1.84605092906711035994e+02lf,
+  -8.12874355063065934246e+01lf, -9.81432934416914548592e+00lf);
+const double ERFC_NEAR_S[8] = double[8](
+  1.96512716674392571292e+01lf, 1.37657754143519042600e+02lf, 4.34565877475229228821e+02lf,
+  6.45387271733267880336e+02lf, 4.29008140027567833386e+02lf, 1.08635005541779435134e+02lf,
+  6.57024977031928170135e+00lf, -6.04244152148580987438e-02lf);
+const double ERFC_FAR_R[8] = double[8](
+  -9.86494292470009928597e-03lf, -7.99283237680523006574e-01lf, -1.77579549177547519889e+01lf,
+  -1.60636384855821916062e+02lf, -6.37566443368389627722e+02lf, -1.02509513161107724954e+03lf,
+  -4.83519191608651397019e+02lf, 0.0lf);
+const double ERFC_FAR_S[8] = double[8](
+  3.03380607434824582924e+01lf, 3.25792512996573918826e+02lf, 1.53672958608443695994e+03lf,
+  3.19985821950859553908e+03lf, 2.55305040643316442583e+03lf, 4.74528541206955367215e+02lf,
+  -2.24409524465858183362e+01lf, 0.0lf);
+
 double erfc_tail(double x, bool near) {
+  double ra[8];
+  double sa[8];
+  if (near) { ra = ERFC_NEAR_R; sa = ERFC_NEAR_S; }
+  else { ra = ERFC_FAR_R; sa = ERFC_FAR_S; }
   precise double s = 1.0lf / (x * x);
-  precise double r_poly, s_poly;
-  if (near) {
-    const double ra0 = -9.86494403484714822705e-03lf, ra1 = -6.93858572707181764372e-01lf,
-                 ra2 = -1.05586262253232909814e+01lf, ra3 = -6.23753324503260060396e+01lf,
-                 ra4 = -1.62396669462573470355e+02lf, ra5 = -1.84605092906711035994e+02lf,
-                 ra6 = -8.12874355063065934246e+01lf, ra7 = -9.81432934416914548592e+00lf,
-                 sa1 = 1.96512716674392571292e+01lf, sa2 = 1.37657754143519042600e+02lf,
-                 sa3 = 4.34565877475229228821e+02lf, sa4 = 6.45387271733267880336e+02lf,
-                 sa5 = 4.29008140027567833386e+02lf, sa6 = 1.08635005541779435134e+02lf,
-                 sa7 = 6.57024977031928170135e+00lf, sa8 = -6.04244152148580987438e-02lf;
-    precise double R1 = ra0 + s * ra1;
-    precise double s2 = s * s;
-    precise double S1 = 1.0lf + s * sa1;
-    precise double s4 = s2 * s2;
-    precise double R2 = ra2 + s * ra3;
-    precise double s6 = s4 * s2;
-    precise double S2 = sa2 + s * sa3;
-    precise double s8 = s4 * s4;
-    precise double R3 = ra4 + s * ra5;
-    precise double S3 = sa4 + s * sa5;
-    precise double R4 = ra6 + s * ra7;
-    precise double S4 = sa6 + s * sa7;
-    r_poly = R1 + s2 * R2 + s4 * R3 + s6 * R4;
-    s_poly = S1 + s2 * S2 + s4 * S3 + s6 * S4 + s8 * sa8;
-  } else {
-    const double rb0 = -9.86494292470009928597e-03lf, rb1 = -7.99283237680523006574e-01lf,
-                 rb2 = -1.77579549177547519889e+01lf, rb3 = -1.60636384855821916062e+02lf,
-                 rb4 = -6.37566443368389627722e+02lf, rb5 = -1.02509513161107724954e+03lf,
-                 rb6 = -4.83519191608651397019e+02lf, sb1 = 3.03380607434824582924e+01lf,
-                 sb2 = 3.25792512996573918826e+02lf, sb3 = 1.53672958608443695994e+03lf,
-                 sb4 = 3.19985821950859553908e+03lf, sb5 = 2.55305040643316442583e+03lf,
-                 sb6 = 4.74528541206955367215e+02lf, sb7 = -2.24409524465858183362e+01lf;
-    precise double R1 = rb0 + s * rb1;
-    precise double s2 = s * s;
-    precise double S1 = 1.0lf + s * sb1;
-    precise double s4 = s2 * s2;
-    precise double R2 = rb2 + s * rb3;
-    precise double s6 = s4 * s2;
-    precise double S2 = sb2 + s * sb3;
-    precise double R3 = rb4 + s * rb5;
-    precise double S3 = sb4 + s * sb5;
-    precise double S4 = sb6 + s * sb7;
-    r_poly = R1 + s2 * R2 + s4 * R3 + s6 * rb6;
-    s_poly = S1 + s2 * S2 + s4 * S3 + s6 * S4;
-  }
+  precise double R1 = ra[0] + s * ra[1];
+  precise double s2 = s * s;
+  precise double S1 = 1.0lf + s * sa[0];
+  precise double s4 = s2 * s2;
+  precise double R2 = ra[2] + s * ra[3];
+  precise double s6 = s4 * s2;
+  precise double S2 = sa[1] + s * sa[2];
+  precise double s8 = s4 * s4;
+  precise double R3 = ra[4] + s * ra[5];
+  precise double S3 = sa[3] + s * sa[4];
+  precise double R4 = ra[6] + s * ra[7];
+  precise double S4 = sa[5] + s * sa[6];
+  precise double r_poly = R1 + s2 * R2 + s4 * R3 + s6 * R4;
+  precise double s_poly = S1 + s2 * S2 + s4 * S3 + s6 * S4 + s8 * sa[7];
   precise double z = clear_low_word(x);
   precise double r = exp64(-z * z - 0.5625lf) * exp64((z - x) * (z + x) + r_poly / s_poly);
   return r;

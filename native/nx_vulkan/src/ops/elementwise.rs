@@ -240,6 +240,34 @@ fn select(
     false_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    if elem_bytes == 16 {
+        // c128: pairs of 8-byte halves, the pair an innermost axis the predicate broadcasts over.
+        let pair = |shape: Vec<u64>, last: u64| shape.into_iter().chain([last]).collect::<Vec<_>>();
+        return select_elements(
+            8,
+            pred,
+            pair(pred_shape, 1),
+            on_true,
+            pair(true_shape, 2),
+            on_false,
+            pair(false_shape, 2),
+            pair(out_shape, 2),
+        );
+    }
+    select_elements(elem_bytes, pred, pred_shape, on_true, true_shape, on_false, false_shape, out_shape)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn select_elements(
+    elem_bytes: u64,
+    pred: BufferRef,
+    pred_shape: Vec<u64>,
+    on_true: BufferRef,
+    true_shape: Vec<u64>,
+    on_false: BufferRef,
+    false_shape: Vec<u64>,
+    out_shape: Vec<u64>,
+) -> Result<BufferRef> {
     let kernel = by_width(elem_bytes, shaders::select_b1, shaders::select_b2, shaders::select_b4, shaders::select_b8)?;
     let n = element_count(&out_shape);
     check_extent(&pred, 1, 0, &pred_shape, &contiguous_strides(&pred_shape))?;

@@ -123,6 +123,22 @@ fn gather(
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
+    gather_elements(elem_bytes, x, shape, indices, indices_shape, axes)
+}
+
+fn gather_elements(
+    elem_bytes: u64,
+    x: BufferRef,
+    mut shape: Vec<u64>,
+    indices: BufferRef,
+    indices_shape: Vec<u64>,
+    axes: Vec<usize>,
+) -> Result<BufferRef> {
+    if elem_bytes == 16 {
+        // c128: pairs of 8-byte halves, the pair an axis that is not indexed.
+        shape.push(2);
+        return gather_elements(8, x, shape, indices, indices_shape, axes);
+    }
     let kernel = by_width(elem_bytes, shaders::gather_b1, shaders::gather_b2, shaders::gather_b4, shaders::gather_b8)?;
     let k = *indices_shape.last().ok_or_else(|| arg_error!("gather indices need a last axis"))? as usize;
     if k != axes.len() || axes.iter().any(|&a| a >= shape.len()) {
