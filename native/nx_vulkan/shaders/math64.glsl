@@ -488,6 +488,24 @@ const uint TWO_OVER_PI[40] = uint[40](0u, 0u,
   0x4F463F66u, 0x9E5FEA2Du, 0x7527BAC7u, 0xEBE5F17Bu, 0x3D0739F7u, 0x8A5292EAu, 0x6BFB5FB1u,
   0x1F8D5D08u, 0x56033046u, 0xFC7B6BABu);
 
+// The reduction of |x| to n pi/2 + r0 + r1, given the sign of x back: the quadrant n mod 4.
+int quadrant(double x, int n, double r0, double r1, out double y0, out double y1) {
+  bool neg = x < 0.0lf;
+  y0 = neg ? -r0 : r0;
+  y1 = neg ? -r1 : r1;
+  return (neg ? -n : n) & 3;
+}
+
+// One more Cody-Waite step: takes fn c off r, the rounding of that folded into w with fn ct.
+void cody_waite_step(double fn, double c, double ct, inout double r, out double w) {
+  precise double t = r;
+  precise double product = fn * c;
+  precise double rest = t - product;
+  precise double tail = fn * ct - ((t - rest) - product);
+  r = rest;
+  w = tail;
+}
+
 // Payne-Hanek for |x| >= 2^20 pi/2. x = M 2^e with M the 53-bit integer significand; bits of 2/pi
 // before bit e - 1 only add multiples of 4 to x 2/pi, bits after bit e + 190 less than 2^-130.
 // So x 2/pi mod 4 = (M W) 2^-190 with W those 192 bits: an exact 245-bit product in 32-bit limbs
@@ -544,14 +562,7 @@ int reduce_pio2_large(double x, out double y0, out double y1) {
   precise double t = pl + (fh * PIO2_LO + fl * PIO2_HI);
   precise double r0 = ph + t;
   precise double r1 = t - (r0 - ph);
-  if (x < 0.0lf) {
-    y0 = -r0;
-    y1 = -r1;
-    return (-n) & 3;
-  }
-  y0 = r0;
-  y1 = r1;
-  return n & 3;
+  return quadrant(x, n, r0, r1, y0, y1);
 }
 
 // Returns the quadrant (n mod 4); x = n pi/2 + y0 + y1.
@@ -566,28 +577,15 @@ int reduce_pio2(double x, out double y0, out double y1) {
   int j = int(ix >> 20);
   precise double r0 = r - w;
   if (j - exponent_field(r0) > 16) {  // cancellation: second iteration, good to 118 bits
-    t = r;
-    w = fn * PIO2_2;
-    r = t - w;
-    w = fn * PIO2_2T - ((t - r) - w);
+    cody_waite_step(fn, PIO2_2, PIO2_2T, r, w);
     r0 = r - w;
     if (j - exponent_field(r0) > 49) {  // third, 151 bits
-      t = r;
-      w = fn * PIO2_3;
-      r = t - w;
-      w = fn * PIO2_3T - ((t - r) - w);
+      cody_waite_step(fn, PIO2_3, PIO2_3T, r, w);
       r0 = r - w;
     }
   }
   precise double r1 = (r - r0) - w;
-  if (x < 0.0lf) {
-    y0 = -r0;
-    y1 = -r1;
-    return (-n) & 3;
-  }
-  y0 = r0;
-  y1 = r1;
-  return n & 3;
+  return quadrant(x, n, r0, r1, y0, y1);
 }
 
 double sin_kernel(double x, double y) {
