@@ -15,8 +15,12 @@ layout(push_constant) uniform PushConstants { uint pc[32]; };
 #define MAX_RANK 6
 #define WG 256
 
+// The row stride is spelled with WG, not gl_WorkGroupSize: this file is included before each
+// kernel's `layout(local_size_x = WG) in;`, and glslang gives gl_WorkGroupSize its default
+// (1, 1, 1) where it is read before that declaration, which made rows overlap past 65535 x 256
+// elements. Every element-per-invocation kernel must be declared with local_size_x = WG (1-D).
 uint element_index() {
-  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * uint(WG));
 }
 
 // Element offset of linear (row-major) index `i` over `rank` dims stored at pc[dims_at..],
