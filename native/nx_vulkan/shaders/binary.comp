@@ -89,6 +89,34 @@ W pow32(W x, W y) {
 }
 #endif
 
+#if !defined(IS_INT) && !defined(PRECISE) && !defined(IS_F64)
+// fmod of f32 values (f16 widens to them exactly) on the integer significands, as fmod64 in
+// math64.glsl: exact on every device, with no floating-point step a compiler could fuse.
+// x = mx 2^(ex - 150), y = my 2^(ey - 150); 8 quotient bits per step keep r << s below 2^32.
+float fmod32(float x, float y) {
+  uint ux = floatBitsToUint(x), uy = floatBitsToUint(y);
+  uint sign = ux & 0x80000000u, ax = ux ^ sign, ay = uy & 0x7fffffffu;
+  if (ax >= 0x7f800000u || ay > 0x7f800000u || ay == 0u) return uintBitsToFloat(0x7fc00000u);
+  if (ax < ay) return x;
+  if (ax == ay) return uintBitsToFloat(sign);
+  int ex = int(ax >> 23), ey = int(ay >> 23);
+  uint mx = (ax & 0x7fffffu) | (ex != 0 ? 0x800000u : 0u), my = (ay & 0x7fffffu) | (ey != 0 ? 0x800000u : 0u);
+  ex = max(ex, 1); ey = max(ey, 1);
+  uint r = mx % my;
+  for (int d = ex - ey; d > 0; ) {
+    int s = min(d, 8);
+    r = (r << s) % my;
+    d -= s;
+  }
+  if (r == 0u) return uintBitsToFloat(sign);
+  int e = ey, shift = min(23 - findMSB(r), e - 1);
+  r <<= shift;
+  e -= shift;
+  uint bits = r >= 0x800000u ? (uint(e) << 23) | (r & 0x7fffffu) : r;
+  return uintBitsToFloat(bits | sign);
+}
+#endif
+
 #ifdef OUT_U8
 bool apply(W x, W y) {
   switch (OP) {
@@ -131,7 +159,7 @@ W apply(W x, W y) {
     case 14: return atan2_64(x, y);
 #else
     case 6: return pow32(x, y);
-    case 8: return y == W(0) ? W(uintBitsToFloat(0x7fc00000u)) : x - y * trunc(x / y);
+    case 8: return W(fmod32(float(x), float(y)));
     case 14: return atan(x, y);
 #endif
 #endif

@@ -984,26 +984,37 @@ double cbrt64(double x) {
   return x < 0.0lf ? -y : y;
 }
 
-// fmod (C's, as Erlang's :math.fmod): x - trunc(x / y) y with the sign of x, exact when the
-// quotient is below 2^52. q y is formed exactly as a double-double (Veltkamp split, Dekker's
-// product: GLSL's fma need not be fused), so the subtraction leaves the exact remainder; the
-// quotient is corrected by one when the division rounded across an integer.
+// fmod (C's, as Erlang's :math.fmod): x - trunc(x / y) y with the sign of x, which is always
+// representable. Computed on the integer significands (long division, 11 quotient bits per step,
+// as C libraries do), so no floating-point operation is involved and no shader compiler can
+// change the answer by fusing or reordering. x = mx 2^(ex - 1075), y = my 2^(ey - 1075) with
+// ex, ey >= 1 (subnormals have ex = 1 and no implicit bit); the remainder of mx 2^(ex - ey) by my,
+// scaled by 2^(ey - 1075), is the result.
 double fmod64(double x, double y) {
-  if (isnan(x) || isnan(y) || isinf(x) || y == 0.0lf) return nan64();
-  if (isinf(y) || x == 0.0lf) return x;
-  precise double ax = abs(x);
-  precise double ay = abs(y);
-  precise double q = trunc(ax / ay);
-  precise double p = q * ay;
-  precise double qh = split_hi(q);
-  precise double ql = q - qh;
-  precise double yh = split_hi(ay);
-  precise double yl = ay - yh;
-  precise double err = ((qh * yh - p) + qh * yl + ql * yh) + ql * yl;
-  precise double r = (ax - p) - err;
-  if (r < 0.0lf) r += ay;
-  if (r >= ay) r -= ay;
-  return x < 0.0lf ? -r : r;
+  const uint64_t FRAC = 0x000fffffffffffffUL, ONE = 0x0010000000000000UL;
+  uint64_t ux = doubleBitsToUint64(x), uy = doubleBitsToUint64(y);
+  uint64_t sign = ux & 0x8000000000000000UL;
+  uint64_t ax = ux ^ sign, ay = uy & 0x7fffffffffffffffUL;
+  if (ax >= 0x7ff0000000000000UL || ay > 0x7ff0000000000000UL || ay == 0UL) return nan64();
+  if (ax < ay) return x;                           // |x| < |y| (y = Inf included): x itself
+  if (ax == ay) return uint64BitsToDouble(sign);   // zero with x's sign
+  int ex = int(ax >> 52), ey = int(ay >> 52);
+  uint64_t mx = (ax & FRAC) | (ex != 0 ? ONE : 0UL), my = (ay & FRAC) | (ey != 0 ? ONE : 0UL);
+  ex = max(ex, 1); ey = max(ey, 1);
+  uint64_t r = mx % my;
+  for (int d = ex - ey; d > 0; ) {                 // r < my < 2^53, so r << 11 fits in 64 bits
+    int s = min(d, 11);
+    r = (r << s) % my;
+    d -= s;
+  }
+  if (r == 0UL) return uint64BitsToDouble(sign);
+  uvec2 w = unpackUint2x32(r);
+  int msb = w.y != 0u ? 32 + findMSB(w.y) : findMSB(w.x);
+  int e = ey, shift = min(52 - msb, e - 1);        // normalise, down to the subnormal range
+  r <<= shift;
+  e -= shift;
+  uint64_t bits = r >= ONE ? (uint64_t(e) << 52) | (r & FRAC) : r;
+  return uint64BitsToDouble(bits | sign);
 }
 
 // ---- erf and erfc in f64 (fdlibm s_erf.c, with glibc's evaluation order) -------------------
