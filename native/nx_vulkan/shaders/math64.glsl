@@ -97,11 +97,16 @@ void load_math_tables() {
   }
 }
 
-// Veltkamp's split and Dekker's exact product (GLSL's fma need not be fused, so no fma here).
+// Dekker's exact product a b = p + e. The split is done on the bits, not by Veltkamp's
+// (2^27 + 1) a - ((2^27 + 1) a - a), which a compiler that fuses a multiply-add (whatever
+// `precise` asks) turns into a wrong split: a rounded to its top 26 significant bits (adding
+// half the weight of the 27 dropped bits to the pattern and clearing them; a carry into the
+// exponent is right too). Then hi and a - hi have at most 26 bits each, every partial product in
+// two_prod is exact, and fusing any of them into an addition changes nothing. (GLSL's fma need not
+// be fused, so no fma here either.)
 double split_hi(double a) {
-  precise double t = 134217729.0lf * a;  // 2^27 + 1
-  precise double hi = t - (t - a);
-  return hi;
+  uint64_t bits = doubleBitsToUint64(a);
+  return uint64BitsToDouble((bits + 0x4000000UL) & ~0x7ffffffUL);
 }
 
 void two_prod(double a, double b, out double p, out double e) {
