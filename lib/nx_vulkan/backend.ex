@@ -586,10 +586,41 @@ defmodule Nx.Vulkan.Backend do
 
   for op <- @device_predicates do
     @impl true
-    def unquote(op)(%T{} = out, %T{type: a_type} = a, %T{type: b_type} = b) do
-      type = a_type |> Nx.Type.merge(b_type) |> compute_type()
+    def unquote(op)(%T{} = out, %T{} = a, %T{} = b) do
+      type = comparison_type(a, b)
       binary_op(unquote(op), type, out, cast(a, type), cast(b, type))
     end
+  end
+
+  # Comparisons run in the operands' merged type, but a constant that the other operand's type
+  # holds exactly is cast to that type instead: `u8 > 100` then compares bytes rather than
+  # widening a large tensor to s32 (the same answer, since the widening is exact and keeps order).
+  defp comparison_type(%T{type: a_type} = a, %T{type: b_type} = b) do
+    cond do
+      a_type == b_type -> compute_type(a_type)
+      holds_constant?(a_type, b) -> compute_type(a_type)
+      holds_constant?(b_type, a) -> compute_type(b_type)
+      true -> a_type |> Nx.Type.merge(b_type) |> compute_type()
+    end
+  end
+
+  defp holds_constant?(type, %T{data: %__MODULE__{constant: value}}) when is_number(value) do
+    case type do
+      {:s, bits} -> is_integer(value) and value >= -Bitwise.bsl(1, bits - 1) and value < Bitwise.bsl(1, bits - 1)
+      {:u, bits} -> is_integer(value) and value >= 0 and value < Bitwise.bsl(1, bits)
+      {:f, 64} -> abs(value) <= 9_007_199_254_740_992 or is_float(value)
+      {:f, 32} -> f32_exact?(value)
+      _ -> false
+    end
+  end
+
+  defp holds_constant?(_type, _t), do: false
+
+  defp f32_exact?(value) do
+    <<narrowed::float-32>> = <<value::float-32>>
+    narrowed == value
+  rescue
+    _ -> false
   end
 
   defp binary_op(op, type, out, a, b) do

@@ -134,9 +134,9 @@ kernels! {
     fill_b4 => "shaders/fill.comp", "T" = "uint", "ELEM_BYTES" = "4";
     fill_b8 => "shaders/fill.comp", "T" = "uint64_t", "ELEM_BYTES" = "8";
 
-    iota_f32 => "shaders/iota.comp", "T" = "float";
+    iota_f32 => "shaders/iota.comp", "T" = "float", "ROUND_BITS" = "24";
     iota_f64 => "shaders/iota.comp", "T" = "double";
-    iota_f16 => "shaders/iota.comp", "T" = "float16_t";
+    iota_f16 => "shaders/iota.comp", "T" = "float16_t", "ROUND_BITS" = "11";
     iota_s8 => "shaders/iota.comp", "T" = "int8_t";
     iota_s16 => "shaders/iota.comp", "T" = "int16_t";
     iota_s32 => "shaders/iota.comp", "T" = "int";

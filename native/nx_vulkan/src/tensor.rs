@@ -179,7 +179,7 @@ fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
     };
     if bytes > c.info.max_storage_buffer_range {
         return Err(arg_error!(
-            "a tensor of {bytes} bytes exceeds this device's maxStorageBufferRange ({} bytes)",
+            "a tensor of {bytes} bytes (a result, or an intermediate such as an operand widened to the result type) exceeds this device's maxStorageBufferRange ({} bytes)",
             c.info.max_storage_buffer_range
         ));
     }

@@ -95,9 +95,6 @@ fn fill(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
 fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
     let kernel = shaders::iota(dtype)
         .ok_or_else(|| unsupported!("iota/eye on {} has no device kernel yet", dtype.name()))?;
-    if n > (1 << 24) && matches!(dtype, Dtype::F32 | Dtype::F16) {
-        return Err(unsupported!("iota beyond 2^24 elements loses integers in {}", dtype.name()));
-    }
     let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;

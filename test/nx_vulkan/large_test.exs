@@ -1,0 +1,277 @@
+defmodule Nx.Vulkan.LargeTest do
+  # Every kernel family at sizes past one row of workgroups (65535 x 256 = 16,776,960
+  # invocations) and near the binding limit (128 MiB on lavapipe), for 1-, 2-, 4- and 8-byte
+  # types. Output buffers come from a pool primed with 0xFF bytes, so an element a kernel skips
+  # shows up as a wrong value; values are checked at the row boundary and the end of the tensor
+  # against Nx.BinaryBackend applied to the same inputs.
+  use Nx.Vulkan.DeviceCase, async: false
+
+  @row 65_535 * 256
+  @above 16_777_000
+  @limit min(128 * 1024 * 1024, Nx.Vulkan.Device.info().max_storage_buffer_range)
+
+  # Positions where a wrong grid shows: the first row's end, the second row's start, 2^24, the end.
+  defp positions(n) do
+    ([0, @row - 1, @row, @row + 1, 16_777_215, 16_777_216] ++ Enum.to_list((n - 48)..(n - 1)))
+    |> Enum.filter(&(&1 >= 0 and &1 < n))
+    |> Enum.uniq()
+  end
+
+  # Leaves a dirty buffer (bytes 0, 1, ..., 255, 0, ...) of the given size class in the pool for
+  # the next allocation.
+  defp prime_pool(bytes) do
+    junk = Nx.iota({bytes}, type: :u8)
+    Nx.Vulkan.flush()
+    Nx.backend_deallocate(junk)
+  end
+
+  defp at(t, positions) do
+    flat = Nx.reshape(t, {Nx.size(t)})
+    Nx.take(flat, Nx.tensor(positions, type: :s64)) |> Nx.backend_copy(Nx.BinaryBackend)
+  end
+
+  defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+  # Checks fun(inputs) at `positions` against the BinaryBackend on the inputs' values there
+  # (element-wise functions only: each output depends on the same position of each input).
+  defp assert_elementwise(fun, inputs) do
+    %{shape: shape} = hd(inputs)
+    n = Nx.size(shape)
+    out = apply(fun, inputs)
+    assert %Nx.Vulkan.Backend{} = out.data
+    pos = positions(n)
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> apply(fun, Enum.map(inputs, &at(&1, pos))) end)
+
+    Nx.Testing.assert_equal(at(out, pos), expected)
+    out
+  end
+
+  defp near_limit(type) do
+    {_, bits} = type
+    div(@limit, div(bits, 8)) - 7
+  end
+
+  for type <- [:u8, :s16, :f16, :s32, :f32, :f64, :s64] do
+    test "iota, unary, binary, casts and select near the binding limit, #{type}" do
+      type = unquote(type)
+      n = near_limit(Nx.Type.normalize!(type))
+      bytes = n * div(elem(Nx.Type.normalize!(type), 1), 8)
+      before = Nx.Vulkan.Fallback.count()
+      prime_pool(bytes)
+      x = Nx.iota({n}, type: type)
+
+      expected = Nx.tensor(positions(n), type: :s64, backend: Nx.BinaryBackend) |> Nx.as_type(type)
+      Nx.Testing.assert_equal(at(x, positions(n)), expected)
+
+      # Unary, binary and select kernels; the pool holds x's size class after each deallocate.
+      prime_pool(bytes)
+      y = assert_elementwise(&Nx.negate/1, [x])
+      prime_pool(bytes)
+      assert_elementwise(&Nx.select(Nx.greater(&1, 100), &1, &2), [x, y])
+      prime_pool(div(bytes, div(elem(Nx.Type.normalize!(type), 1), 8)))
+      assert_elementwise(&Nx.as_type(&1, :u8), [x])
+      assert Nx.Vulkan.Fallback.count() == before
+    end
+  end
+
+  test "float math and f64 past one row of workgroups" do
+    x = Nx.iota({@above}, type: :f64) |> Nx.divide(1.0e6)
+    prime_pool(@above * 8)
+    assert_elementwise(&Nx.exp/1, [x])
+    x32 = Nx.as_type(x, :f32)
+    prime_pool(@above * 4)
+    assert_elementwise(&Nx.sin/1, [x32])
+    prime_pool(@above * 4)
+    assert_elementwise(&Nx.remainder(&1, 3.5), [x32])
+    prime_pool(@above)
+    assert_elementwise(&Nx.is_nan/1, [Nx.log(Nx.subtract(x32, 1.0))])
+  end
+
+  test "complex c64 past one row of workgroups" do
+    re = Nx.iota({@above}, type: :f32)
+    z = Nx.complex(re, Nx.negate(re))
+    prime_pool(@above * 8)
+    assert_elementwise(&Nx.multiply(&1, Nx.Constants.i()), [z])
+  end
+
+  test "full and partial sums over more than 2^24 elements" do
+    x = Nx.iota({@above}, type: :s64)
+    assert Nx.to_number(Nx.sum(x)) == div(@above * (@above - 1), 2)
+    assert Nx.to_number(Nx.sum(Nx.broadcast(1.0, {@above}))) == @above * 1.0
+    # One output per row past a row of workgroups: 2 x @above s16 inputs, @above s64 outputs.
+    pairs = Nx.iota({@above, 2}, type: :s16)
+    prime_pool(@above * 8)
+    sums = Nx.sum(pairs, axes: [1])
+    pos = positions(@above)
+
+    expected =
+      Nx.sum(at(pairs, Enum.flat_map(pos, &[2 * &1, 2 * &1 + 1])) |> Nx.reshape({length(pos), 2}),
+        axes: [1]
+      )
+
+    Nx.Testing.assert_equal(at(sums, pos), expected)
+    prime_pool(@above * 8)
+    arg = Nx.argmax(pairs, axis: 1)
+
+    sampled_pairs =
+      at(pairs, Enum.flat_map(pos, &[2 * &1, 2 * &1 + 1])) |> Nx.reshape({length(pos), 2})
+
+    Nx.Testing.assert_equal(at(arg, pos), Nx.argmax(sampled_pairs, axis: 1))
+  end
+
+  test "layout copies past one row of workgroups: transpose, slice, reverse, pad, concatenate, take" do
+    rows = div(@above, 4) + 1
+    x = Nx.iota({rows, 4}, type: :s32)
+    n = rows * 4
+
+    expect = fn out, fun ->
+      pos = positions(Nx.size(out))
+
+      ref =
+        Nx.with_default_backend(Nx.BinaryBackend, fn -> fun.(Nx.iota({rows, 4}, type: :s32)) end)
+
+      Nx.Testing.assert_equal(
+        at(out, pos),
+        Nx.take(Nx.reshape(ref, {Nx.size(ref)}), Nx.tensor(pos))
+      )
+    end
+
+    # The references are built on the host from iota only at the sampled positions' formulas:
+    # cheap closed forms, so the BinaryBackend never walks 16.8 M elements.
+    prime_pool(n * 4)
+    t = Nx.transpose(x)
+    pos = positions(n)
+
+    Nx.Testing.assert_equal(
+      at(t, pos),
+      Nx.tensor(Enum.map(pos, fn p -> rem(p, rows) * 4 + div(p, rows) end),
+        type: :s32,
+        backend: Nx.BinaryBackend
+      )
+    )
+
+    prime_pool(n * 4)
+    r = Nx.reverse(Nx.reshape(x, {n}))
+
+    Nx.Testing.assert_equal(
+      at(r, pos),
+      Nx.tensor(Enum.map(pos, &(n - 1 - &1)), type: :s32, backend: Nx.BinaryBackend)
+    )
+
+    prime_pool(n * 4)
+    s = Nx.slice(Nx.reshape(x, {n}), [3], [n - 3])
+    spos = positions(n - 3)
+
+    Nx.Testing.assert_equal(
+      at(s, spos),
+      Nx.tensor(Enum.map(spos, &(&1 + 3)), type: :s32, backend: Nx.BinaryBackend)
+    )
+
+    prime_pool(n * 4)
+    c = Nx.concatenate([Nx.reshape(x, {n}), Nx.tensor([-1, -2], type: :s32)])
+    cpos = positions(n + 2)
+
+    Nx.Testing.assert_equal(
+      at(c, cpos),
+      Nx.tensor(Enum.map(cpos, &if(&1 < n, do: &1, else: n - 1 - &1)),
+        type: :s32,
+        backend: Nx.BinaryBackend
+      )
+    )
+
+    prime_pool(n * 4)
+    g = Nx.take(Nx.reshape(x, {n}), Nx.reverse(Nx.iota({n}, type: :s32)))
+
+    Nx.Testing.assert_equal(
+      at(g, pos),
+      Nx.tensor(Enum.map(pos, &(n - 1 - &1)), type: :s32, backend: Nx.BinaryBackend)
+    )
+
+    prime_pool(n * 4)
+    p = Nx.pad(Nx.reshape(x, {n}), 0, [{0, 5, 0}])
+    ppos = positions(n + 5)
+
+    Nx.Testing.assert_equal(
+      at(p, ppos),
+      Nx.tensor(Enum.map(ppos, &if(&1 < n, do: &1, else: 0)), type: :s32, backend: Nx.BinaryBackend)
+    )
+
+    _ = expect
+  end
+
+  test "sort, cumulative sums, windows and scatter past one row of workgroups" do
+    rows = div(@above, 4) + 1
+    n = rows * 4
+    # Rows of 4 descending values: sorted ascending along axis 1.
+    x = Nx.subtract(n, Nx.iota({rows, 4}, type: :s32))
+    pos = positions(n)
+
+    by_row = fn fun ->
+      Nx.tensor(Enum.map(pos, fn p -> fun.(div(p, 4), rem(p, 4)) end),
+        type: :s32,
+        backend: Nx.BinaryBackend
+      )
+    end
+
+    prime_pool(n * 4)
+
+    Nx.Testing.assert_equal(
+      at(Nx.sort(x, axis: 1), pos),
+      by_row.(fn r, c -> n - (r * 4 + 3 - c) end)
+    )
+
+    prime_pool(n * 8)
+    cum = Nx.cumulative_sum(Nx.as_type(x, :s64), axis: 1)
+
+    Nx.Testing.assert_equal(
+      at(cum, pos),
+      by_row.(fn r, c -> Enum.sum(for k <- 0..c, do: n - (r * 4 + k)) end) |> Nx.as_type(:s64)
+    )
+
+    prime_pool(n * 4)
+    w = Nx.window_max(x, {1, 2}, padding: [{0, 0}, {0, 1}])
+    Nx.Testing.assert_equal(at(w, pos), by_row.(fn r, c -> n - (r * 4 + c) end))
+    prime_pool(n * 4)
+    flat = Nx.reshape(x, {n})
+    put = Nx.indexed_put(flat, Nx.tensor([[0], [n - 1]]), Nx.tensor([7, 9], type: :s32))
+
+    Nx.Testing.assert_equal(
+      at(put, pos),
+      Nx.tensor(
+        Enum.map(pos, fn
+          0 -> 7
+          p when p == n - 1 -> 9
+          p -> n - p
+        end),
+        type: :s32,
+        backend: Nx.BinaryBackend
+      )
+    )
+  end
+
+  test "dot with more than 2^24 outputs" do
+    k = 3
+    m = 4097
+    a = Nx.iota({m, k}, type: :s32) |> Nx.remainder(7)
+    b = Nx.iota({k, m}, type: :s32) |> Nx.remainder(5)
+    prime_pool(m * m * 4)
+    out = Nx.dot(a, b)
+    pos = positions(m * m)
+    ha = host(a)
+    hb = host(b)
+
+    expected =
+      Enum.map(pos, fn p ->
+        i = div(p, m)
+        j = rem(p, m)
+        Nx.dot(ha[i], hb[[.., j]]) |> Nx.to_number()
+      end)
+
+    Nx.Testing.assert_equal(
+      at(out, pos),
+      Nx.tensor(expected, type: :s32, backend: Nx.BinaryBackend)
+    )
+  end
+end
