@@ -1130,9 +1130,23 @@ defmodule Nx.Vulkan.Backend do
     end)
   end
 
-  defp fold_product(x, 1), do: x
-
+  # The BinaryBackend folds from the identity: 1 * z1 first, which turns an infinite part of z1
+  # into NaN (0 * Inf) and can flip a zero's sign, so the first factor takes that step too.
   defp fold_product(x, len) do
+    one = Nx.tensor(1, type: x.type)
+    first = Nx.multiply(one, Nx.slice_along_axis(x, 0, 1, axis: 1))
+
+    x =
+      if len == 1,
+        do: first,
+        else: Nx.concatenate([first, Nx.slice_along_axis(x, 1, len - 1, axis: 1)], axis: 1)
+
+    fold_pairs(x, len)
+  end
+
+  defp fold_pairs(x, 1), do: x
+
+  defp fold_pairs(x, len) do
     half = div(len, 2)
 
     paired =
@@ -1143,11 +1157,11 @@ defmodule Nx.Vulkan.Backend do
 
     if rem(len, 2) == 1,
       do:
-        fold_product(
+        fold_pairs(
           Nx.concatenate([paired, Nx.slice_along_axis(x, len - 1, 1, axis: 1)], axis: 1),
           half + 1
         ),
-      else: fold_product(paired, half)
+      else: fold_pairs(paired, half)
   end
 
   defp complex_indexed(op, out, target, indices, updates, opts) do

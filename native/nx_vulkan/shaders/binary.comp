@@ -188,7 +188,10 @@ void main() {
   }
 #ifdef OUT_U8
   c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
-#else
+#elif defined(IS_INT)
   c[i] = T(apply(W(a[ao]), W(b[bo])));
+#else
+  W r = apply(W(a[ao]), W(b[bo]));
+  c[i] = CANONICAL_NAN(T, r);
 #endif
 }

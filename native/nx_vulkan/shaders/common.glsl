@@ -35,3 +35,7 @@ uint strided(uint i, uint rank, uint dims_at, uint strides_at, uint base) {
   }
   return uint(off);
 }
+
+// The positive quiet NaN wherever a result is NaN, as Nx writes :nan (hardware NaNs, from
+// Inf - Inf say, may carry the sign bit: x86 and lavapipe make 0xFFC00000).
+#define CANONICAL_NAN(T, v) (isnan(v) ? T(uintBitsToFloat(0x7fc00000u)) : T(v))

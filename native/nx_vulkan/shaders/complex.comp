@@ -78,7 +78,8 @@ void main() {
   bool eq = x == y;
   c[i] = uint8_t((OP == 0u ? eq : !eq) ? 1 : 0);
 #else
-  c[i] = T2(apply(x, y));
+  dvec2 r = apply(x, y);
+  c[i] = T2(CANONICAL_NAN(double, r.x), CANONICAL_NAN(double, r.y));
 #endif
 }
 
@@ -104,6 +105,10 @@ layout(set = 0, binding = 0) readonly buffer X { T2 x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T2 y[]; };
 
 dvec2 csqrt(dvec2 z) {
+  // The library's clauses for non-finite parts come first, in its order.
+  if (isnan(z.x) || isnan(z.y)) return dvec2(nan64(), nan64());
+  if (isinf(z.y)) return dvec2(inf64(), z.y);
+  if (isinf(z.x)) return z.x > 0.0lf ? dvec2(inf64(), 0.0lf) : dvec2(0.0lf, inf64());
   double r = z.x, im = z.y;
   if (r == 0.0lf && im == 0.0lf) return z;
   double x = abs(r), y = abs(im);
@@ -125,11 +130,28 @@ dvec2 cexp(dvec2 v) {
   return dvec2(re, im);
 }
 
-dvec2 clog(dvec2 v) { return dvec2(log64(cabs(v)), atan2_64(v.y, v.x)); }
+// The library's atan2 of the parts: over an infinite real part a finite y gives 0 (+Inf) or pi
+// (-Inf) whatever y's sign; C keeps the sign.
+double lib_atan2(double y, double x) {
+  if (isinf(x) && !isinf(y) && !isnan(y)) return x > 0.0lf ? 0.0lf : 3.141592653589793lf;
+  return atan2_64(y, x);
+}
 
-const dvec2 ONE = dvec2(1.0lf, 0.0lf);
-const dvec2 I = dvec2(0.0lf, 1.0lf);
-const dvec2 MINUS_I = dvec2(-0.0lf, -1.0lf);  // negate(i)
+dvec2 clog(dvec2 v) { return dvec2(log64(cabs(v)), lib_atan2(v.y, v.x)); }
+
+// 1, i, -i and 0 as values the compiler cannot see: pc[31] is always 0 (no complex kernel sets
+// it). With literal zeros, compilers fold 0 * x to 0 and 0 - x to -x, which drops NaNs (0 * Inf)
+// and flips zeros' signs, and each driver folds differently; as values, every step rounds as
+// IEEE (and so as the complex library's Erlang arithmetic, where the integer 0 acts as +0.0).
+double Z;
+dvec2 ONE, I, MINUS_I;
+
+void set_constants() {
+  Z = double(pc[31]);
+  ONE = dvec2(1.0lf + Z, Z);
+  I = dvec2(Z, 1.0lf + Z);
+  MINUS_I = dvec2(-Z, -1.0lf - Z);  // negate(i)
+}
 
 dvec2 csin(dvec2 v) {
   precise double re = sin64(v.x) * cosh64(v.y);
@@ -182,7 +204,7 @@ dvec2 apply_unary(dvec2 v) {
     case 16: {  // (0.5 i) (log(1 - i z) - log(1 + i z))
       precise dvec2 iz = cmul(I, v);
       precise dvec2 d = clog(ONE - iz) - clog(ONE + iz);
-      return cmul(cmul(dvec2(0.5lf, 0.0lf), I), d);
+      return cmul(cmul(dvec2(0.5lf, Z), I), d);
     }
     case 17: {  // log(z + sqrt(z z + 1))
       precise dvec2 t1 = cmul(v, v) + ONE;
@@ -196,15 +218,15 @@ dvec2 apply_unary(dvec2 v) {
     }
     case 19: {  // 0.5 log((1 + z) / (1 - z))
       precise dvec2 q = cdiv(ONE + v, ONE - v);
-      return cmul(dvec2(0.5lf, 0.0lf), clog(q));
+      return cmul(dvec2(0.5lf, Z), clog(q));
     }
     case 20: return cdiv(ONE, csqrt(v));
     default: {  // from_polar(cbrt(|z|), phase(z) / 3)
       double r = cbrt64(cabs(v));
       precise double phi = atan2_64(v.y, v.x) / 3.0lf;
       if (phi == 0.0lf) return dvec2(r, 0.0lf);
-      precise double re = r * cos64(phi) - 0.0lf * sin64(phi);
-      precise double im = 0.0lf * cos64(phi) + r * sin64(phi);
+      precise double re = r * cos64(phi) - Z * sin64(phi);
+      precise double im = Z * cos64(phi) + r * sin64(phi);
       return dvec2(re, im);
     }
   }
@@ -212,8 +234,10 @@ dvec2 apply_unary(dvec2 v) {
 
 void main() {
   load_math_tables();
+  set_constants();
   uint i = element_index();
   if (i >= pc[0]) return;
-  y[i] = T2(apply_unary(dvec2(x[i])));
+  dvec2 r = apply_unary(dvec2(x[i]));
+  y[i] = T2(CANONICAL_NAN(double, r.x), CANONICAL_NAN(double, r.y));
 }
 #endif

@@ -70,8 +70,10 @@ void store_float(uint i, double v) {
   switch (OUT) {
     case 0: y4[i] = floatBitsToUint(float(v)); break;
     case 1: y8[i] = doubleBitsToUint64(v); break;
-    case 2: y2[i] = uint16_t(packHalf2x16(vec2(float(v), 0.0)) & 0xffffu); break;
-    default: y2[i] = uint16_t(floatBitsToUint(float(v)) >> 16); break;
+    // NaN narrows to the positive quiet NaN, as Nx writes :nan (a GPU's or CPU's own NaN,
+    // from Inf - Inf say, may carry the sign bit).
+    case 2: y2[i] = isnan(v) ? uint16_t(0x7e00u) : uint16_t(packHalf2x16(vec2(float(v), 0.0)) & 0xffffu); break;
+    default: y2[i] = isnan(v) ? uint16_t(0x7fc0u) : uint16_t(floatBitsToUint(float(v)) >> 16); break;
   }
 }
 

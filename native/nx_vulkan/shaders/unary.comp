@@ -157,5 +157,11 @@ void main() {
 #ifdef MATH64
   load_math_tables();
 #endif
-  if (i < n) y[i] = T(apply(W(x[i])));
+  if (i >= n) return;
+#ifdef IS_INT
+  y[i] = T(apply(W(x[i])));
+#else
+  W r = apply(W(x[i]));
+  y[i] = CANONICAL_NAN(T, r);
+#endif
 }

@@ -21,7 +21,8 @@ pub enum Dtype {
     U64,
     C64,
     C128,
-    /// Types no kernel takes (2/4-bit integers, 8-bit floats); ops on them take the host fallback.
+    /// Types no kernel takes (2/4-bit integers, 8-bit floats, f8_e4m3fn); ops on them take the
+    /// host fallback.
     Other,
 }
 
@@ -97,7 +98,9 @@ impl<'a> Decoder<'a> for Dtype {
                 _ => return Err(rustler::Error::BadArg),
             }
         } else {
-            return Err(rustler::Error::BadArg);
+            // f8_e4m3fn and any type a later Nx adds: no kernel takes it, so the op reports
+            // "unsupported" and takes the host fallback with that reason, never a bare badarg.
+            Other
         };
         Ok(t)
     }
