@@ -47,27 +47,45 @@ defmodule Nx.Vulkan.Backend do
   def init(opts) do
     opts = Keyword.validate!(opts, [:device])
 
-    case opts[:device] do
-      nil ->
-        opts
+    case Keyword.fetch(opts, :device) do
+      {:ok, device} -> check_device!(device)
+      :error -> :ok
+    end
 
-      index ->
-        chosen = Nx.Vulkan.Device.info().index
+    opts
+  end
 
-        if index != chosen do
-          raise ArgumentError,
-                "Nx.Vulkan.Backend runs on device #{chosen} in this VM; " <>
-                  "choose the device with NXV_DEVICE=#{index} before start, got device: #{inspect(index)}"
+  # One Vulkan context serves the whole VM, on the device NXV_DEVICE picked at start: the only
+  # valid :device is that device's index.
+  defp check_device!(device) do
+    %{index: active, name: name, devices: devices} = Nx.Vulkan.Device.info()
+
+    if device !== active do
+      other =
+        case Enum.find(devices, &(&1.index === device)) do
+          %{name: other} ->
+            "; device #{device} (#{other}) is chosen at start, with NXV_DEVICE=#{device}"
+
+          nil ->
+            "; the devices are " <> Enum.map_join(devices, ", ", &"#{&1.index} (#{&1.name})")
         end
 
-        opts
+      raise ArgumentError,
+            "Nx.Vulkan.Backend's :device must be #{active}, the index of the device this VM " <>
+              "runs on (#{name})#{other}; got: #{inspect(device)}"
     end
   end
+
+  # Creation callbacks get the backend options straight from Nx (Nx.tensor(..., backend:
+  # {Nx.Vulkan.Backend, opts}) does not call init/1): they are checked there too.
+  defp check_options!([]), do: :ok
+  defp check_options!(opts), do: init(opts)
 
   # Tensors are immutable, so small constants (defn materialises the same scalars every step)
   # are filled once and shared: see Nx.Vulkan.ConstantCache.
   @impl true
   def constant(%T{type: type, shape: shape} = out, number, opts) do
+    check_options!(opts)
     # Floats by their bits: 0.0 and -0.0 are equal terms on OTP 25 but different constants.
     key = {type, shape, if(is_float(number), do: <<number::float>>, else: number)}
 
@@ -126,7 +144,8 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def from_binary(%T{} = out, binary, _opts) do
+  def from_binary(%T{} = out, binary, opts) do
+    check_options!(opts)
     binary |> pad_to_bytes() |> Native.upload() |> Native.unwrap!() |> wrap(out)
   end
 
@@ -139,6 +158,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def eye(%T{shape: shape, type: type} = out, opts) do
+    check_options!(opts)
     rank = tuple_size(shape)
     cols = elem(shape, rank - 1)
     rows = elem(shape, rank - 2)
@@ -151,6 +171,8 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def iota(%T{shape: shape, type: type} = out, axis, opts) do
+    check_options!(opts)
+
     {inner, dim} =
       case axis do
         nil ->
@@ -169,10 +191,12 @@ defmodule Nx.Vulkan.Backend do
 
   ## Transfer
 
-  # `limit` counts elements of the whole (possibly vectorized) tensor; the NIF clamps it to the
-  # buffer. Sub-byte types are stored bit-packed, padded to whole bytes.
+  # `limit` counts elements of the whole (possibly vectorized) tensor, clamped here to its size
+  # (inspect's limit can exceed what the NIF's u64 byte count holds). Sub-byte types are stored
+  # bit-packed, padded to whole bytes.
   @impl true
   def to_binary(%T{type: {_, bits}} = t, limit) do
+    limit = min(limit, Nx.flat_size(t))
     binary = Native.download(ref!(t), div(limit * bits + 7, 8)) |> Native.unwrap!()
 
     if rem(bits, 8) == 0 do
