@@ -215,9 +215,17 @@ defmodule Nx.Vulkan.Backend do
   def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
   def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t), opts)
 
+  # Nx documents a transfer as a copy and a deallocation: transferred away, the tensor frees its
+  # device memory (the copy has been downloaded by then) and later use raises, as on EXLA. Shared
+  # constants ignore the deallocation, so their other users are unaffected.
   @impl true
   def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
-  def backend_transfer(%T{} = t, backend, opts), do: backend_copy(t, backend, opts)
+
+  def backend_transfer(%T{} = t, backend, opts) do
+    copy = backend_copy(t, backend, opts)
+    backend_deallocate(t)
+    copy
+  end
 
   # Frees the device memory now (back to the pool; work already queued is unaffected). Views of
   # the same buffer (reshape, squeeze, bitcast) go with it; cached constants are never freed.

@@ -126,6 +126,51 @@ defmodule Nx.Vulkan.LayoutTest do
   end
 end
 
+# Not async: reads the global live-memory figure.
+defmodule Nx.Vulkan.TransferTest do
+  use Nx.Vulkan.DeviceCase, async: false
+
+  # Nx documents a transfer as a copy and a deallocation.
+  test "backend_transfer to another backend frees the device memory; the old tensor raises" do
+    # 4096 bytes: buffers come in power-of-two size classes, which the live figure counts.
+    values = Enum.map(1..1024, &(&1 * 0.5))
+    t = dev(values)
+    # Any work before (the upload) is done and its references released.
+    Nx.to_binary(t)
+    %{live_bytes: live, live_buffers: buffers} = Nx.Vulkan.stats()
+
+    host = Nx.backend_transfer(t, Nx.BinaryBackend)
+
+    assert Nx.Vulkan.memory().live == live - Nx.byte_size(t)
+    assert Nx.Vulkan.stats().live_buffers == buffers - 1
+    assert %Nx.BinaryBackend{} = host.data
+    assert Nx.to_flat_list(host) == values
+
+    message = "this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"
+    assert_raise ArgumentError, message, fn -> Nx.to_binary(t) end
+    assert_raise ArgumentError, message, fn -> Nx.add(t, 1.0) end
+    assert Nx.backend_deallocate(t) == :already_deallocated
+
+    # To the same backend it is the tensor itself, still usable.
+    u = dev([1, 2, 3])
+    assert Nx.backend_transfer(u, Nx.Vulkan.Backend) == u
+    assert Nx.to_flat_list(u) == [1, 2, 3]
+  end
+
+  test "transferring a shared constant leaves it to its other users" do
+    c = Nx.tensor(12.75, backend: Nx.Vulkan.Backend)
+    assert c.data.constant == 12.75
+    other = Nx.multiply(Nx.tensor(12.75, backend: Nx.Vulkan.Backend), dev([1.0, 2.0]))
+
+    assert Nx.to_number(Nx.backend_transfer(c, Nx.BinaryBackend)) == 12.75
+
+    assert Nx.to_number(c) == 12.75
+    assert Nx.to_flat_list(other) == [12.75, 25.5]
+    assert Nx.to_number(Nx.tensor(12.75, backend: Nx.Vulkan.Backend)) == 12.75
+    assert Nx.to_flat_list(Nx.add(Nx.broadcast(Nx.tensor(12.75), {2}), 1.0)) == [13.75, 13.75]
+  end
+end
+
 defmodule Nx.Vulkan.GatherTest do
   use Nx.Vulkan.DeviceCase, async: true
 
