@@ -232,43 +232,38 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def backend_deallocate(%T{data: %__MODULE__{ref: ref}}), do: Native.deallocate(ref)
 
+  # A Stream, as Nx documents and the BinaryBackend returns: each batch is sliced on the device
+  # when the stream reaches it. With leftover: :repeat the last batch wraps around (the tail of
+  # t, then its head); with :discard the rows past the last full batch are dropped.
   @impl true
   def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = t, opts) do
     batch = elem(out_shape, 0)
-    axis_size = elem(shape, 0)
-    full = div(axis_size, batch)
-    leftover = rem(axis_size, batch)
-    row = div(Nx.size(t), axis_size)
+    full = div(elem(shape, 0), batch)
+    leftover = rem(elem(shape, 0), batch)
+    batches = if leftover != 0 and opts[:leftover] == :repeat, do: full + 1, else: full
 
-    batches =
-      for i <- 0..(full - 1)//1 do
-        view(out, t, i * batch * row, contiguous_strides(out_shape))
-      end
+    Stream.map(0..(batches - 1)//1, fn
+      ^full ->
+        tail = rows(out, t, full * batch, leftover)
+        head = rows(out, t, 0, batch - leftover)
+        concatenate(out, [tail, head], 0)
 
-    if leftover != 0 and opts[:leftover] == :repeat do
-      # The last batch wraps around: the tail of t, then its head.
-      tail =
-        slice(
-          %{out | shape: put_elem(out_shape, 0, leftover)},
-          t,
-          [full * batch | zeros(shape)],
-          [leftover | tl(Tuple.to_list(out_shape))],
-          ones(shape)
-        )
+      i ->
+        rows(out, t, i * batch, batch)
+    end)
+  end
 
-      head =
-        slice(
-          %{out | shape: put_elem(out_shape, 0, batch - leftover)},
-          t,
-          [0 | zeros(shape)],
-          [batch - leftover | tl(Tuple.to_list(out_shape))],
-          ones(shape)
-        )
+  # Rows first..first + count - 1 of t (along axis 0), as a tensor shaped like `out` otherwise.
+  defp rows(%T{shape: out_shape} = out, %T{shape: shape} = t, first, count) do
+    lengths = [count | tl(Tuple.to_list(out_shape))]
 
-      batches ++ [concatenate(out, [tail, head], 0)]
-    else
-      batches
-    end
+    slice(
+      %{out | shape: put_elem(out_shape, 0, count)},
+      t,
+      [first | zeros(shape)],
+      lengths,
+      ones(shape)
+    )
   end
 
   @impl true

@@ -73,12 +73,41 @@ defmodule Nx.Vulkan.LayoutTest do
     end
   end
 
-  test "to_batched with leftovers" do
-    t = dev(Enum.to_list(1..10)) |> Nx.reshape({5, 2})
-    batches = Nx.to_batched(t, 2, leftover: :repeat) |> Enum.to_list()
-    assert Enum.map(batches, &Nx.to_flat_list/1) == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 1, 2]]
-    assert Enum.all?(batches, &match?(%Nx.Vulkan.Backend{}, &1.data))
-    assert length(Enum.to_list(Nx.to_batched(t, 2, leftover: :discard))) == 2
+  # Nx documents to_batched as returning a Stream (the BinaryBackend's does): compared batch by
+  # batch with the BinaryBackend's, each on the device, without a fallback.
+  test "to_batched is a stream of device batches, with leftover :repeat and :discard", %{t: t} do
+    host = Nx.backend_copy(t, Nx.BinaryBackend)
+    even = dev(Enum.to_list(1..12), type: :u8) |> Nx.reshape({6, 2})
+    before = Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag))
+
+    for {tensor, batch} <- [{t, 1}, {t, 2}, {Nx.transpose(t), 3}, {Nx.transpose(t), 4}, {even, 3}],
+        leftover <- [:repeat, :discard] do
+      stream = Nx.to_batched(tensor, batch, leftover: leftover)
+      assert %Stream{} = stream
+      batches = Enum.to_list(stream)
+
+      expected =
+        tensor
+        |> Nx.backend_copy(Nx.BinaryBackend)
+        |> Nx.to_batched(batch, leftover: leftover)
+        |> Enum.to_list()
+
+      assert length(batches) == length(expected)
+
+      for {actual, wanted} <- Enum.zip(batches, expected) do
+        assert %Nx.Vulkan.Backend{} = actual.data
+        assert actual.shape == wanted.shape and actual.type == wanted.type
+        assert Nx.to_binary(actual) == Nx.to_binary(wanted)
+      end
+    end
+
+    assert Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) == before
+
+    # The default leftover is :repeat: 4 rows in batches of 3, the second is rows 3, 0 and 1.
+    rows = Nx.transpose(host)
+    assert [first, second] = Nx.to_batched(Nx.transpose(t), 3) |> Enum.to_list()
+    assert Nx.to_binary(first) == Nx.to_binary(rows[0..2])
+    assert Nx.to_binary(second) == Nx.to_binary(Nx.concatenate([rows[3..3], rows[0..1]]))
   end
 
   test "transfers between backends" do
