@@ -359,10 +359,16 @@ defmodule Nx.Vulkan.Backend do
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
 
-      Enum.reduce(tensors, 0, fn %T{shape: shape} = t, position ->
-        copy_into!(bytes, dst, position * elem(out_strides, axis), Tuple.to_list(out_strides), t)
-        position + elem(shape, axis)
-      end)
+      # An empty input (0 along the axis) has nothing to copy.
+      for %T{} = t <- tensors, reduce: 0 do
+        position ->
+          unless zero_size?(t) do
+            dst_offset = position * elem(out_strides, axis)
+            copy_into!(bytes, dst, dst_offset, Tuple.to_list(out_strides), t)
+          end
+
+          position + elem(t.shape, axis)
+      end
 
       wrap(dst, out)
     else
@@ -400,7 +406,8 @@ defmodule Nx.Vulkan.Backend do
       starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
       strides = contiguous_strides(shape)
       offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
-      copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
+      # An empty slice puts nothing: the result is the copy of t.
+      unless zero_size?(slice), do: copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
       wrap(dst, out)
     else
       _ -> fallback(:put_slice, [out, t, starts, slice])
@@ -409,7 +416,10 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
-    with bytes when bytes != nil <- move_bytes(type),
+    check_padded_shape!(out_shape, shape, config)
+
+    with false <- zero_size?(out),
+         bytes when bytes != nil <- move_bytes(type),
          # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
          %T{data: %__MODULE__{ref: dst}} <-
            view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
@@ -452,7 +462,23 @@ defmodule Nx.Vulkan.Backend do
 
       wrap(dst, out)
     else
+      true -> empty(out)
       _ -> fallback(:pad, [out, t, pad_value, config])
+    end
+  end
+
+  # Nx computes the padded shape without checking it: padding that removes more than an axis
+  # holds leaves a negative size, which no backend can build (the BinaryBackend fails inside).
+  defp check_padded_shape!(out_shape, shape, config) do
+    case Enum.find_index(Tuple.to_list(out_shape), &(&1 < 0)) do
+      nil ->
+        :ok
+
+      axis ->
+        raise ArgumentError,
+              "pad: the padding configuration #{inspect(config)} leaves axis #{axis} of shape " <>
+                "#{inspect(shape)} with #{elem(out_shape, axis)} elements (negative padding " <>
+                "can shrink an axis to 0 elements, not below)"
     end
   end
 
@@ -473,6 +499,11 @@ defmodule Nx.Vulkan.Backend do
   # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
   @impl true
   def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
+    if zero_size?(t) do
+      raise ArgumentError,
+            "gather: indices into a tensor of shape #{inspect(t.shape)}, which has no elements"
+    end
+
     case move_bytes(type) do
       nil ->
         fallback(:gather, [out, t, indices, opts])
@@ -515,7 +546,14 @@ defmodule Nx.Vulkan.Backend do
 
   for {op, add?} <- [indexed_put: false, indexed_add: true] do
     @impl true
+    # No updates (zero-size indices): the target as it is.
     def unquote(op)(%T{type: out_type} = out, target, indices, updates, opts) do
+      if zero_size?(indices) or zero_size?(updates),
+        do: %{out | data: cast(target, out_type).data},
+        else: unquote(:"device_#{op}")(out, target, indices, updates, opts)
+    end
+
+    defp unquote(:"device_#{op}")(%T{type: out_type} = out, target, indices, updates, opts) do
       type = compute_type(out_type)
       target = cast(target, type)
       updates = cast(updates, type)
@@ -667,22 +705,48 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def product(%T{type: {:c, _}} = out, t, opts), do: complex_product(out, t, opts)
 
+  # Over an empty axis (a zero-size input, a non-empty output) a reduction is its identity, as
+  # in XLA: 0, 1, the type's lowest and highest value (the BinaryBackend fails inside).
+  defp reduction_identity(:sum, _type), do: 0
+  defp reduction_identity(:product, _type), do: 1
+
+  defp reduction_identity(:reduce_max, type),
+    do: type |> Nx.Constants.min(backend: Nx.BinaryBackend) |> Nx.to_number()
+
+  defp reduction_identity(:reduce_min, type),
+    do: type |> Nx.Constants.max(backend: Nx.BinaryBackend) |> Nx.to_number()
+
   for op <- [:sum, :product, :reduce_max, :reduce_min] do
     @impl true
-    def unquote(op)(%T{type: type} = out, %T{shape: shape} = t, opts) do
-      axes = opts[:axes] || Nx.axes(shape)
-      ct = compute_type(type)
-      t = cast(t, ct)
-
-      Native.reduce(unquote(op), ct, ref!(t), shape_list(t), axes)
-      |> result(%{out | type: ct}, unquote(op), [out, t, opts])
-      |> cast(type)
+    def unquote(op)(%T{type: type} = out, %T{} = t, opts) do
+      if zero_size?(t),
+        do: constant(out, reduction_identity(unquote(op), type), []),
+        else: reduce_on_device(unquote(op), out, t, opts)
     end
   end
 
-  for op <- [:window_sum, :window_product, :window_max, :window_min] do
+  defp reduce_on_device(op, %T{type: type} = out, %T{shape: shape} = t, opts) do
+    axes = opts[:axes] || Nx.axes(shape)
+    ct = compute_type(type)
+    t = cast(t, ct)
+
+    Native.reduce(op, ct, ref!(t), shape_list(t), axes)
+    |> result(%{out | type: ct}, op, [out, t, opts])
+    |> cast(type)
+  end
+
+  # A zero-size input with padding: every window holds padding only, the reduction's identity.
+  for {op, reduction} <-
+        [window_sum: :sum, window_product: :product] ++
+          [window_max: :reduce_max, window_min: :reduce_min] do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = t, window, opts) do
+      if zero_size?(t),
+        do: constant(out, reduction_identity(unquote(reduction), type), []),
+        else: unquote(:"device_#{op}")(out, t, window, opts)
+    end
+
+    defp unquote(:"device_#{op}")(%T{type: type} = out, %T{} = t, window, opts) do
       ct = compute_type(type)
       t = cast(t, ct)
       rank = tuple_size(window)
@@ -739,7 +803,14 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def any(out, t, opts), do: logical_reduce(:reduce_max, out, t, opts)
 
+  # Over an empty axis: all is true, any false.
   defp logical_reduce(op, %T{} = out, %T{shape: shape} = t, opts) do
+    if zero_size?(t),
+      do: constant(out, if(op == :reduce_min, do: 1, else: 0), []),
+      else: logical_reduce_on_device(op, out, t, shape, opts)
+  end
+
+  defp logical_reduce_on_device(op, out, t, shape, opts) do
     zero = constant(%{t | shape: {}}, 0, [])
     nonzero = not_equal(%{t | type: {:u, 8}}, t, zero)
     apply(__MODULE__, op, [%{out | type: {:u, 8}}, nonzero, [axes: opts[:axes] || Nx.axes(shape)]])
@@ -748,6 +819,11 @@ defmodule Nx.Vulkan.Backend do
   for op <- [:argmax, :argmin] do
     @impl true
     def unquote(op)(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+      if zero_size?(t) do
+        raise ArgumentError,
+              "#{unquote(op)} of a tensor of shape #{inspect(shape)}: an empty axis has no index"
+      end
+
       type = compute_type(type)
       t = cast(t, type)
       axes = if opts[:axis], do: [opts[:axis]], else: Nx.axes(shape)
@@ -867,7 +943,14 @@ defmodule Nx.Vulkan.Backend do
     end)
   end
 
-  def dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+  # Contracting an empty axis (zero-size operands, a non-empty result) sums nothing: zeros.
+  def dot(out, a, a_contract, a_batch, b, b_contract, b_batch) do
+    if zero_size?(a) or zero_size?(b),
+      do: constant(out, 0, []),
+      else: device_dot(out, a, a_contract, a_batch, b, b_contract, b_batch)
+  end
+
+  defp device_dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
     type = compute_type(out_type)
     a = cast(a, type)
     b = cast(b, type)
@@ -1103,27 +1186,21 @@ defmodule Nx.Vulkan.Backend do
   end
 
   # Pairwise: each round multiplies the first half of the reduced elements by the second.
+  # Over an empty axis: 1.
   defp complex_product(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, opts) do
     axes = opts[:axes] || Nx.axes(shape)
     kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
     len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
 
-    Nx.with_default_backend(__MODULE__, fn ->
-      x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
-      x = Nx.reshape(x, {div(Nx.size(shape), max(len, 1)), len})
-
-      result =
-        if len == 0,
-          do:
-            constant(
-              %{out | type: {:c, 128}, shape: {div(Nx.size(shape), 1), 1}, names: [nil, nil]},
-              1,
-              []
-            ),
-          else: fold_product(x, len)
-
-      %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
-    end)
+    if len == 0 do
+      constant(out, 1, [])
+    else
+      Nx.with_default_backend(__MODULE__, fn ->
+        x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
+        result = x |> Nx.reshape({div(Nx.size(shape), len), len}) |> fold_product(len)
+        %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
+      end)
+    end
   end
 
   defp fold_product(x, 1), do: x
@@ -1218,9 +1295,7 @@ defmodule Nx.Vulkan.Backend do
   defp cartesian([values | rest]), do: for(v <- values, tail <- cartesian(rest), do: [v | tail])
 
   # `columns.(positions)` returns `column.(i)`, the i-th folded element of every output position.
-  defp device_fold(%T{shape: out_shape} = out, steps, acc, fun, args, op, columns) do
-    positions = Nx.size(out_shape)
-
+  defp device_fold(out, steps, acc, fun, args, op, columns) do
     reason =
       cond do
         not elixir_fun?(fun) ->
@@ -1228,9 +1303,6 @@ defmodule Nx.Vulkan.Backend do
 
         steps > @max_fold ->
           "a fold of #{steps} steps (more than #{@max_fold}, each a dispatch or more)"
-
-        positions == 0 ->
-          "an empty result"
 
         true ->
           nil
@@ -1348,6 +1420,37 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  ## Zero-size results
+
+  # Nx.pad with negative padding can leave an axis of size 0 (the one way Nx builds such
+  # tensors), and ops on them have zero-size results too: no kernel runs (the NIFs refuse empty
+  # shapes), the result is an empty buffer, as the BinaryBackend's is an empty binary. Guarded:
+  # every callback above whose first argument is the output, but for the creation functions
+  # (Nx refuses empty shapes there), the metadata-only ones, to_batched (its batches are slices)
+  # and pad (which checks its shape first).
+  @not_guarded [:init, :constant, :from_binary, :eye, :iota, :to_binary, :inspect, :block] ++
+                 [:backend_copy, :backend_transfer, :backend_deallocate, :from_pointer] ++
+                 [:to_pointer, :to_batched, :reshape, :squeeze, :bitcast, :pad]
+
+  zero_size_guarded =
+    for {name, arity} <- Nx.Backend.behaviour_info(:callbacks),
+        name not in @not_guarded and Module.defines?(__MODULE__, {name, arity}, :def),
+        do: {name, arity}
+
+  for {name, arity} <- zero_size_guarded do
+    defoverridable [{name, arity}]
+    args = Macro.generate_arguments(arity - 1, __MODULE__)
+
+    @impl true
+    def unquote(name)(%T{} = out, unquote_splicing(args)) do
+      if zero_size?(out), do: empty(out), else: super(out, unquote_splicing(args))
+    end
+  end
+
+  defp zero_size?(%T{shape: shape}), do: Nx.size(shape) == 0
+
+  defp empty(out), do: Native.alloc_buffer(0) |> Native.unwrap!() |> wrap(out)
+
   ## Helpers
 
   defp fallback(op, args), do: Fallback.run(op, "not expressible with the device's kernels", args)
@@ -1385,10 +1488,12 @@ defmodule Nx.Vulkan.Backend do
   defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
     strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
 
-    with bytes when bytes != nil <- move_bytes(type),
+    with false <- zero_size?(out),
+         bytes when bytes != nil <- move_bytes(type),
          {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
       wrap(ref, out)
     else
+      true -> empty(out)
       nil -> nil
       {:error, {:unsupported, _}} -> nil
       error -> Native.unwrap!(error)

@@ -392,3 +392,133 @@ defmodule Nx.Vulkan.ComplexArithmeticTest do
     assert_device(&Nx.is_infinity/1, [special])
   end
 end
+
+# Nx.pad with negative padding is the one way Nx builds a zero-size axis. The results match the
+# BinaryBackend's where it has one (rank 1); it fails inside on the others, so they are checked
+# against what they must be: empty, or the reduction's identity over an empty axis.
+defmodule Nx.Vulkan.ZeroSizeTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  defp empty?(t, shape, type \\ {:f, 32}) do
+    assert %Nx.Vulkan.Backend{} = t.data
+    assert {t.shape, t.type} == {shape, type}
+    assert Nx.to_binary(t) == ""
+    true
+  end
+
+  test "pad that removes every element returns the empty tensor the BinaryBackend returns" do
+    for {data, config} <- [
+          {[1.0, 2.0], [{-1, -1, 0}]},
+          {[1.0], [{-1, 0, 0}]},
+          {[1.0], [{0, -1, 0}]},
+          {[1.0, 2.0, 3.0], [{-3, -2, 1}]}
+        ] do
+      result = assert_device(&Nx.pad(&1, 0.0, config), [dev(data)])
+      assert empty?(result, {0})
+    end
+
+    assert empty?(Nx.pad(dev([[1.0, 2.0]]), 0.0, [{0, 0, 0}, {-2, 0, 0}]), {1, 0})
+    assert empty?(Nx.pad(dev([[1, 2]], type: :s64), 0, [{-1, 0, 0}, {1, 1, 1}]), {0, 5}, {:s, 64})
+
+    assert empty?(
+             Nx.pad(dev([[1.0, 2.0]], type: :c128), 0, [{1, 0, 0}, {-2, 0, 0}]),
+             {2, 0},
+             {:c, 128}
+           )
+
+    # A zero-size input padded back out is all padding.
+    e = Nx.pad(dev([1.0]), 0.0, [{-1, 0, 0}])
+    assert Nx.to_flat_list(Nx.pad(e, 7.0, [{1, 2, 0}])) == [7.0, 7.0, 7.0]
+  end
+
+  test "padding that would leave a negative size is an ArgumentError naming it" do
+    assert_raise ArgumentError,
+                 "pad: the padding configuration [{-1, -1, 0}] leaves axis 0 of shape {1} with " <>
+                   "-1 elements (negative padding can shrink an axis to 0 elements, not below)",
+                 fn -> Nx.pad(dev([1.0]), 0.0, [{-1, -1, 0}]) end
+
+    e = Nx.pad(dev([1.0]), 0.0, [{-1, 0, 0}])
+
+    assert_raise ArgumentError, ~r/leaves axis 0 of shape \{0\} with -1 elements/, fn ->
+      Nx.pad(e, 0.0, [{1, 1, 3}])
+    end
+  end
+
+  test "ops on zero-size tensors: empty results, identities, no kernel and no fallback" do
+    before = Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag))
+    e = Nx.pad(dev([1.0, 2.0]), 0.0, [{-1, -1, 0}])
+    e02 = Nx.pad(dev([[1.0, 2.0]]), 0.0, [{-1, 0, 0}, {0, 0, 0}])
+    e20 = Nx.transpose(e02)
+    assert empty?(e20, {2, 0})
+
+    # Where the BinaryBackend has an answer (rank 1), the same one.
+    for fun <- [
+          &Nx.exp/1,
+          &Nx.as_type(&1, :s32),
+          &Nx.as_type(&1, :c64),
+          &Nx.exp(Nx.as_type(&1, :c64)),
+          &Nx.bitcast(&1, :s32),
+          &Nx.clip(&1, 0, 1),
+          &Nx.cumulative_sum/1,
+          &Nx.concatenate([&1, &1]),
+          &Nx.concatenate([&1, Nx.tensor([1.0, 2.0])]),
+          &Nx.stack([&1, &1])
+        ] do
+      assert_device(fun, [e])
+    end
+
+    for t <- [e20, e02] do
+      assert empty?(Nx.add(t, t), t.shape)
+      assert empty?(Nx.select(Nx.greater(t, t), t, t), t.shape)
+      assert empty?(Nx.sort(t, axis: 0), t.shape)
+      assert empty?(Nx.argsort(t, axis: 1), t.shape, {:s, 32})
+      assert empty?(Nx.reverse(t), t.shape)
+      assert empty?(Nx.as_type(t, :f16), t.shape, {:f, 16})
+      assert empty?(Nx.fft(t), t.shape, {:c, 64})
+    end
+
+    assert [first, second] = Nx.to_batched(e20, 1) |> Enum.to_list()
+    assert empty?(first, {1, 0}) and empty?(second, {1, 0})
+
+    # Reductions over an empty axis are their identities, as in XLA.
+    assert Nx.to_flat_list(Nx.sum(e02, axes: [0])) == [0.0, 0.0]
+    assert Nx.to_flat_list(Nx.product(e02, axes: [0])) == [1.0, 1.0]
+    assert Nx.to_flat_list(Nx.reduce_max(e02, axes: [0])) == [:neg_infinity, :neg_infinity]
+    assert Nx.to_flat_list(Nx.reduce_min(Nx.as_type(e02, :s8), axes: [0])) == [127, 127]
+    assert Nx.to_flat_list(Nx.all(e02, axes: [0])) == [1, 1]
+    assert Nx.to_flat_list(Nx.any(e02, axes: [0])) == [0, 0]
+    assert empty?(Nx.sum(e20, axes: [1]) |> Nx.slice([0], [2]) |> Nx.pad(0.0, [{-2, 0, 0}]), {0})
+
+    assert Nx.to_flat_list(Nx.sum(Nx.as_type(e02, :c64), axes: [0])) == [
+             Complex.new(0.0, 0.0),
+             Complex.new(0.0, 0.0)
+           ]
+
+    assert Nx.to_flat_list(Nx.product(Nx.as_type(e02, :c64), axes: [0])) == [
+             Complex.new(1.0, 0.0),
+             Complex.new(1.0, 0.0)
+           ]
+
+    assert Nx.to_flat_list(Nx.window_sum(e, {1}, padding: [{1, 1}])) == [0.0, 0.0]
+    assert Nx.to_flat_list(Nx.reduce(e02, 5.0, [axes: [0]], &Nx.add/2)) == [5.0, 5.0]
+
+    # Contracting an empty axis: zeros; inserting or scattering nothing leaves the target.
+    assert Nx.to_flat_list(Nx.dot(e20, e02)) == [0.0, 0.0, 0.0, 0.0]
+    assert Nx.to_flat_list(Nx.put_slice(dev([[1.0, 2.0]]), [0, 0], e02)) == [1.0, 2.0]
+    assert Nx.to_flat_list(Nx.concatenate([e02, dev([[1.0, 2.0]])])) == [1.0, 2.0]
+    no_indices = Nx.reshape(Nx.as_type(e, :s64), {0, 1})
+    assert Nx.to_flat_list(Nx.indexed_add(dev([1.0, 2.0]), no_indices, e)) == [1.0, 2.0]
+    assert Nx.to_flat_list(Nx.indexed_put(dev([1.0, 2.0]), no_indices, e)) == [1.0, 2.0]
+
+    assert Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) == before
+
+    # No answer: an ArgumentError saying why.
+    assert_raise ArgumentError, ~r/argmax of a tensor of shape \{0, 2\}: an empty axis/, fn ->
+      Nx.argmax(e02, axis: 0)
+    end
+
+    assert_raise ArgumentError, ~r/gather: indices into a tensor of shape \{0, 2\}/, fn ->
+      Nx.gather(e02, dev([[0]]))
+    end
+  end
+end
