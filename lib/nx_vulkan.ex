@@ -10,11 +10,12 @@ defmodule Nx.Vulkan do
 
     * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,
       the rest at the next flush (default 64; `0` submits every op on its own). Read at
-      application start; anything but a non-negative integer is an error.
+      application start; anything but an integer from 0 to 2 ** 63 - 1 stops the start.
     * `NXV_DEVICE` - device index (default: the best compute device: discrete, integrated,
       virtual, CPU).
     * `NXV_DEVICE_CLASS` - overrides `Nx.Vulkan.Device.class/0`.
-    * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`).
+    * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`); checked at
+      application start, with the `:host_fallback` config, anything else stops the start.
     * `NXV_PRECISE` - `0`/`1`: f32/f16 math, sums and dot in f64, rounded once (default by device
       class, see `Nx.Vulkan.Device.configure!/0`).
     * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle

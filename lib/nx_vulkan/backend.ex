@@ -9,22 +9,34 @@ defmodule Nx.Vulkan.Backend do
       pending. Results do not depend on when that happens.
     * On devices where f64 is fast (classes `:software` and `:discrete_large`, see
       `Nx.Vulkan.Device`), f32 and f16 math, sums and `dot` compute in f64 and round once, as the
-      BinaryBackend does through Erlang's f64 arithmetic; f64 exp/log/tanh/pow use the crate's own
-      f64 routines (within about 0.5 ulp). Elsewhere (or with `NXV_PRECISE=0`) f32 uses the GPU's
+      BinaryBackend does through Erlang's f64 arithmetic; f64 functions use the crate's own f64
+      routines (within 1 ulp of the BinaryBackend's glibc results but for rare inputs: see the
+      README's accuracy table). Elsewhere (or with `NXV_PRECISE=0`) f32 uses the GPU's
       native functions and f32 accumulation, which may differ in the last digits.
     * Sums are tree-ordered per output element (deterministic, but not the BinaryBackend's
       left-to-right order).
-    * Integer division by zero (`quotient`, `remainder`) gives 0; the BinaryBackend raises.
+    * Float math follows IEEE 754 and C where the BinaryBackend raises or is off (x / 0.0,
+      sqrt of negatives, exp overflow, pow with infinite exponents...: the README lists them).
+      Integer `quotient`/`remainder` by zero, integer `pow` with a negative exponent and shifts
+      by negative amounts raise, as in the BinaryBackend.
+    * `gather` clamps out-of-range indices and `indexed_add`/`indexed_put` skip out-of-range
+      index tuples; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
       available). The README lists them.
-    * `backend_deallocate/1` frees the device memory at once; using the tensor (or a reshape or
-      bitcast of it) afterwards raises `ArgumentError`. Otherwise memory returns to the pool when
-      the tensor is garbage collected.
+    * `backend_deallocate/1` frees the device memory at once, and so does `backend_transfer/3`
+      to another backend, after the copy (as Nx documents); using the tensor (or a reshape or
+      bitcast of it) afterwards raises `ArgumentError`. Shared constants ignore both. Otherwise
+      memory returns to the pool when the tensor is garbage collected.
+    * Zero-size tensors (Nx.pad with negative padding makes them) work in every op: empty
+      results, and reductions over an empty axis give their identity (the BinaryBackend fails
+      inside for most of them).
 
   ## Options
 
-    * `:device` - the device index; must be the device chosen for the process (`NXV_DEVICE`),
-      since one Vulkan context serves the whole VM.
+    * `:device` - the device index; must be the index of the device this VM runs on (chosen at
+      start with `NXV_DEVICE`), since one Vulkan context serves the whole VM. Unknown options
+      and any other `:device` raise `ArgumentError`, also when given to creation functions
+      (`Nx.tensor(..., backend: {Nx.Vulkan.Backend, opts})`).
 
   ## Inspect
 
