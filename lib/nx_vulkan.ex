@@ -10,11 +10,12 @@ defmodule Nx.Vulkan do
 
     * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,
       the rest at the next flush (default 64; `0` submits every op on its own). Read at
-      application start; anything but a non-negative integer is an error.
+      application start; anything but an integer from 0 to 2 ** 63 - 1 stops the start.
     * `NXV_DEVICE` - device index (default: the best compute device: discrete, integrated,
       virtual, CPU).
     * `NXV_DEVICE_CLASS` - overrides `Nx.Vulkan.Device.class/0`.
-    * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`).
+    * `NXV_HOST_FALLBACK` - `allow`, `warn` or `raise` (see `Nx.Vulkan.Fallback`); checked at
+      application start, with the `:host_fallback` config, anything else stops the start.
     * `NXV_PRECISE` - `0`/`1`: f32/f16 math, sums and dot in f64, rounded once (default by device
       class, see `Nx.Vulkan.Device.configure!/0`).
     * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
@@ -23,6 +24,8 @@ defmodule Nx.Vulkan do
   alias Nx.Vulkan.Native
 
   @default_batch_max 64
+  # The NIF stores the cap from an i64.
+  @max_batch_max 2 ** 63 - 1
 
   @doc """
   Every Vulkan device with a compute queue, as `%{index: i, name: name, type: type}`; `index` is
@@ -57,6 +60,9 @@ defmodule Nx.Vulkan do
   """
   def set_gpu_timing(on) when is_boolean(on), do: Native.set_gpu_timing(on)
 
+  def set_gpu_timing(on),
+    do: raise(ArgumentError, "set_gpu_timing/1 takes true or false, got: #{inspect(on)}")
+
   @doc "The pending-dispatch cap in force."
   def batch_max, do: stats().batch_max
 
@@ -64,11 +70,14 @@ defmodule Nx.Vulkan do
   Sets the pending-dispatch cap at run time (normally set from `NXV_BATCH_MAX` at start).
   Results never depend on it; only when work is submitted does.
   """
-  def set_batch_max(n) when is_integer(n) and n >= 0,
+  def set_batch_max(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
     do: Native.set_batch_max(n) |> Native.unwrap!()
 
-  def set_batch_max(n),
-    do: raise(ArgumentError, "batch max must be a non-negative integer, got: #{inspect(n)}")
+  def set_batch_max(n) do
+    raise ArgumentError,
+          "set_batch_max/1: the batch max must be an integer from 0 to 2 ** 63 - 1 " <>
+            "(0 = submit every op on its own), got: #{inspect(n)}"
+  end
 
   @doc false
   def batch_max_from_env! do
@@ -81,13 +90,13 @@ defmodule Nx.Vulkan do
 
       value ->
         case Integer.parse(String.trim(value)) do
-          {n, ""} when n >= 0 ->
+          {n, ""} when n >= 0 and n <= @max_batch_max ->
             n
 
           _ ->
             raise ArgumentError,
-                  "NXV_BATCH_MAX must be a non-negative integer (0 = submit every op on its own), " <>
-                    "got: #{inspect(value)}"
+                  "NXV_BATCH_MAX must be an integer from 0 to 2 ** 63 - 1 " <>
+                    "(0 = submit every op on its own), got: #{inspect(value)}"
         end
     end
   end

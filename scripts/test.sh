@@ -2,6 +2,9 @@
 # README's test command: installs what is missing (scripts/setup.sh), builds, and runs the whole
 # suite (Nx's doctests against the backend + the project's tests) once per batch cap, each with
 # its own fixed ExUnit seed, so neither submission timing nor test order can hide a race.
+# Warnings in the project's own code fail the run: lib/ and test/support/ compile with
+# --warnings-as-errors, the test files load with it too (mix test --warnings-as-errors). Nx's own
+# warnings do not count: dependencies compile on their own, without the flag.
 #
 #   scripts/test.sh           caps 0, 4, 64 with seeds 0, 42, 1234 (what CI runs)
 #   scripts/test.sh --matrix  every cap in 0 1 4 64 256 x every seed in 0 42 1234
@@ -21,12 +24,14 @@ else
 fi
 
 mix deps.get >/dev/null
-mix compile
+mix compile --warnings-as-errors
 failed=()
 for run in "${runs[@]}"; do
   cap=${run%%:*}; seed=${run##*:}
-  echo "=== NXV_BATCH_MAX=$cap mix test --seed $seed"
-  if ! NXV_BATCH_MAX=$cap mix test --seed "$seed" "$@"; then failed+=("cap $cap seed $seed"); fi
+  echo "=== NXV_BATCH_MAX=$cap mix test --warnings-as-errors --seed $seed"
+  if ! NXV_BATCH_MAX=$cap mix test --warnings-as-errors --seed "$seed" "$@"; then
+    failed+=("cap $cap seed $seed")
+  fi
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -9,22 +9,34 @@ defmodule Nx.Vulkan.Backend do
       pending. Results do not depend on when that happens.
     * On devices where f64 is fast (classes `:software` and `:discrete_large`, see
       `Nx.Vulkan.Device`), f32 and f16 math, sums and `dot` compute in f64 and round once, as the
-      BinaryBackend does through Erlang's f64 arithmetic; f64 exp/log/tanh/pow use the crate's own
-      f64 routines (within about 0.5 ulp). Elsewhere (or with `NXV_PRECISE=0`) f32 uses the GPU's
+      BinaryBackend does through Erlang's f64 arithmetic; f64 functions use the crate's own f64
+      routines (within 1 ulp of the BinaryBackend's glibc results but for rare inputs: see the
+      README's accuracy table). Elsewhere (or with `NXV_PRECISE=0`) f32 uses the GPU's
       native functions and f32 accumulation, which may differ in the last digits.
     * Sums are tree-ordered per output element (deterministic, but not the BinaryBackend's
       left-to-right order).
-    * Integer division by zero (`quotient`, `remainder`) gives 0; the BinaryBackend raises.
+    * Float math follows IEEE 754 and C where the BinaryBackend raises or is off (x / 0.0,
+      sqrt of negatives, exp overflow, pow with infinite exponents...: the README lists them).
+      Integer `quotient`/`remainder` by zero, integer `pow` with a negative exponent and shifts
+      by negative amounts raise, as in the BinaryBackend.
+    * `gather` clamps out-of-range indices and `indexed_add`/`indexed_put` skip out-of-range
+      index tuples; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
       available). The README lists them.
-    * `backend_deallocate/1` frees the device memory at once; using the tensor (or a reshape or
-      bitcast of it) afterwards raises `ArgumentError`. Otherwise memory returns to the pool when
-      the tensor is garbage collected.
+    * `backend_deallocate/1` frees the device memory at once, and so does `backend_transfer/3`
+      to another backend, after the copy (as Nx documents); using the tensor (or a reshape or
+      bitcast of it) afterwards raises `ArgumentError`. Shared constants ignore both. Otherwise
+      memory returns to the pool when the tensor is garbage collected.
+    * Zero-size tensors (Nx.pad with negative padding makes them) work in every op: empty
+      results, and reductions over an empty axis give their identity (the BinaryBackend fails
+      inside for most of them).
 
   ## Options
 
-    * `:device` - the device index; must be the device chosen for the process (`NXV_DEVICE`),
-      since one Vulkan context serves the whole VM.
+    * `:device` - the device index; must be the index of the device this VM runs on (chosen at
+      start with `NXV_DEVICE`), since one Vulkan context serves the whole VM. Unknown options
+      and any other `:device` raise `ArgumentError`, also when given to creation functions
+      (`Nx.tensor(..., backend: {Nx.Vulkan.Backend, opts})`).
 
   ## Inspect
 
@@ -47,27 +59,45 @@ defmodule Nx.Vulkan.Backend do
   def init(opts) do
     opts = Keyword.validate!(opts, [:device])
 
-    case opts[:device] do
-      nil ->
-        opts
+    case Keyword.fetch(opts, :device) do
+      {:ok, device} -> check_device!(device)
+      :error -> :ok
+    end
 
-      index ->
-        chosen = Nx.Vulkan.Device.info().index
+    opts
+  end
 
-        if index != chosen do
-          raise ArgumentError,
-                "Nx.Vulkan.Backend runs on device #{chosen} in this VM; " <>
-                  "choose the device with NXV_DEVICE=#{index} before start, got device: #{inspect(index)}"
+  # One Vulkan context serves the whole VM, on the device NXV_DEVICE picked at start: the only
+  # valid :device is that device's index.
+  defp check_device!(device) do
+    %{index: active, name: name, devices: devices} = Nx.Vulkan.Device.info()
+
+    if device !== active do
+      other =
+        case Enum.find(devices, &(&1.index === device)) do
+          %{name: other} ->
+            "; device #{device} (#{other}) is chosen at start, with NXV_DEVICE=#{device}"
+
+          nil ->
+            "; the devices are " <> Enum.map_join(devices, ", ", &"#{&1.index} (#{&1.name})")
         end
 
-        opts
+      raise ArgumentError,
+            "Nx.Vulkan.Backend's :device must be #{active}, the index of the device this VM " <>
+              "runs on (#{name})#{other}; got: #{inspect(device)}"
     end
   end
+
+  # Creation callbacks get the backend options straight from Nx (Nx.tensor(..., backend:
+  # {Nx.Vulkan.Backend, opts}) does not call init/1): they are checked there too.
+  defp check_options!([]), do: :ok
+  defp check_options!(opts), do: init(opts)
 
   # Tensors are immutable, so small constants (defn materialises the same scalars every step)
   # are filled once and shared: see Nx.Vulkan.ConstantCache.
   @impl true
   def constant(%T{type: type, shape: shape} = out, number, opts) do
+    check_options!(opts)
     # Floats by their bits: 0.0 and -0.0 are equal terms on OTP 25 but different constants.
     key = {type, shape, if(is_float(number), do: <<number::float>>, else: number)}
 
@@ -126,7 +156,8 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def from_binary(%T{} = out, binary, _opts) do
+  def from_binary(%T{} = out, binary, opts) do
+    check_options!(opts)
     binary |> pad_to_bytes() |> Native.upload() |> Native.unwrap!() |> wrap(out)
   end
 
@@ -139,6 +170,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def eye(%T{shape: shape, type: type} = out, opts) do
+    check_options!(opts)
     rank = tuple_size(shape)
     cols = elem(shape, rank - 1)
     rows = elem(shape, rank - 2)
@@ -151,6 +183,8 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def iota(%T{shape: shape, type: type} = out, axis, opts) do
+    check_options!(opts)
+
     {inner, dim} =
       case axis do
         nil ->
@@ -169,10 +203,12 @@ defmodule Nx.Vulkan.Backend do
 
   ## Transfer
 
-  # `limit` counts elements of the whole (possibly vectorized) tensor; the NIF clamps it to the
-  # buffer. Sub-byte types are stored bit-packed, padded to whole bytes.
+  # `limit` counts elements of the whole (possibly vectorized) tensor, clamped here to its size
+  # (inspect's limit can exceed what the NIF's u64 byte count holds). Sub-byte types are stored
+  # bit-packed, padded to whole bytes.
   @impl true
   def to_binary(%T{type: {_, bits}} = t, limit) do
+    limit = min(limit, Nx.flat_size(t))
     binary = Native.download(ref!(t), div(limit * bits + 7, 8)) |> Native.unwrap!()
 
     if rem(bits, 8) == 0 do
@@ -191,52 +227,55 @@ defmodule Nx.Vulkan.Backend do
   def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
   def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t), opts)
 
+  # Nx documents a transfer as a copy and a deallocation: transferred away, the tensor frees its
+  # device memory (the copy has been downloaded by then) and later use raises, as on EXLA. Shared
+  # constants ignore the deallocation, so their other users are unaffected.
   @impl true
   def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
-  def backend_transfer(%T{} = t, backend, opts), do: backend_copy(t, backend, opts)
+
+  def backend_transfer(%T{} = t, backend, opts) do
+    copy = backend_copy(t, backend, opts)
+    backend_deallocate(t)
+    copy
+  end
 
   # Frees the device memory now (back to the pool; work already queued is unaffected). Views of
   # the same buffer (reshape, squeeze, bitcast) go with it; cached constants are never freed.
   @impl true
   def backend_deallocate(%T{data: %__MODULE__{ref: ref}}), do: Native.deallocate(ref)
 
+  # A Stream, as Nx documents and the BinaryBackend returns: each batch is sliced on the device
+  # when the stream reaches it. With leftover: :repeat the last batch wraps around (the tail of
+  # t, then its head); with :discard the rows past the last full batch are dropped.
   @impl true
   def to_batched(%T{shape: out_shape} = out, %T{shape: shape} = t, opts) do
     batch = elem(out_shape, 0)
-    axis_size = elem(shape, 0)
-    full = div(axis_size, batch)
-    leftover = rem(axis_size, batch)
-    row = div(Nx.size(t), axis_size)
+    full = div(elem(shape, 0), batch)
+    leftover = rem(elem(shape, 0), batch)
+    batches = if leftover != 0 and opts[:leftover] == :repeat, do: full + 1, else: full
 
-    batches =
-      for i <- 0..(full - 1)//1 do
-        view(out, t, i * batch * row, contiguous_strides(out_shape))
-      end
+    Stream.map(0..(batches - 1)//1, fn
+      ^full ->
+        tail = rows(out, t, full * batch, leftover)
+        head = rows(out, t, 0, batch - leftover)
+        concatenate(out, [tail, head], 0)
 
-    if leftover != 0 and opts[:leftover] == :repeat do
-      # The last batch wraps around: the tail of t, then its head.
-      tail =
-        slice(
-          %{out | shape: put_elem(out_shape, 0, leftover)},
-          t,
-          [full * batch | zeros(shape)],
-          [leftover | tl(Tuple.to_list(out_shape))],
-          ones(shape)
-        )
+      i ->
+        rows(out, t, i * batch, batch)
+    end)
+  end
 
-      head =
-        slice(
-          %{out | shape: put_elem(out_shape, 0, batch - leftover)},
-          t,
-          [0 | zeros(shape)],
-          [batch - leftover | tl(Tuple.to_list(out_shape))],
-          ones(shape)
-        )
+  # Rows first..first + count - 1 of t (along axis 0), as a tensor shaped like `out` otherwise.
+  defp rows(%T{shape: out_shape} = out, %T{shape: shape} = t, first, count) do
+    lengths = [count | tl(Tuple.to_list(out_shape))]
 
-      batches ++ [concatenate(out, [tail, head], 0)]
-    else
-      batches
-    end
+    slice(
+      %{out | shape: put_elem(out_shape, 0, count)},
+      t,
+      [first | zeros(shape)],
+      lengths,
+      ones(shape)
+    )
   end
 
   @impl true
@@ -332,10 +371,16 @@ defmodule Nx.Vulkan.Backend do
          {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
       out_strides = contiguous_strides(out_shape)
 
-      Enum.reduce(tensors, 0, fn %T{shape: shape} = t, position ->
-        copy_into!(bytes, dst, position * elem(out_strides, axis), Tuple.to_list(out_strides), t)
-        position + elem(shape, axis)
-      end)
+      # An empty input (0 along the axis) has nothing to copy.
+      for %T{} = t <- tensors, reduce: 0 do
+        position ->
+          unless zero_size?(t) do
+            dst_offset = position * elem(out_strides, axis)
+            copy_into!(bytes, dst, dst_offset, Tuple.to_list(out_strides), t)
+          end
+
+          position + elem(t.shape, axis)
+      end
 
       wrap(dst, out)
     else
@@ -373,7 +418,8 @@ defmodule Nx.Vulkan.Backend do
       starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
       strides = contiguous_strides(shape)
       offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
-      copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
+      # An empty slice puts nothing: the result is the copy of t.
+      unless zero_size?(slice), do: copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
       wrap(dst, out)
     else
       _ -> fallback(:put_slice, [out, t, starts, slice])
@@ -382,7 +428,10 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
-    with bytes when bytes != nil <- move_bytes(type),
+    check_padded_shape!(out_shape, shape, config)
+
+    with false <- zero_size?(out),
+         bytes when bytes != nil <- move_bytes(type),
          # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
          %T{data: %__MODULE__{ref: dst}} <-
            view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
@@ -425,7 +474,23 @@ defmodule Nx.Vulkan.Backend do
 
       wrap(dst, out)
     else
+      true -> empty(out)
       _ -> fallback(:pad, [out, t, pad_value, config])
+    end
+  end
+
+  # Nx computes the padded shape without checking it: padding that removes more than an axis
+  # holds leaves a negative size, which no backend can build (the BinaryBackend fails inside).
+  defp check_padded_shape!(out_shape, shape, config) do
+    case Enum.find_index(Tuple.to_list(out_shape), &(&1 < 0)) do
+      nil ->
+        :ok
+
+      axis ->
+        raise ArgumentError,
+              "pad: the padding configuration #{inspect(config)} leaves axis #{axis} of shape " <>
+                "#{inspect(shape)} with #{elem(out_shape, axis)} elements (negative padding " <>
+                "can shrink an axis to 0 elements, not below)"
     end
   end
 
@@ -446,6 +511,11 @@ defmodule Nx.Vulkan.Backend do
   # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
   @impl true
   def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
+    if zero_size?(t) do
+      raise ArgumentError,
+            "gather: indices into a tensor of shape #{inspect(t.shape)}, which has no elements"
+    end
+
     case move_bytes(type) do
       nil ->
         fallback(:gather, [out, t, indices, opts])
@@ -488,7 +558,14 @@ defmodule Nx.Vulkan.Backend do
 
   for {op, add?} <- [indexed_put: false, indexed_add: true] do
     @impl true
+    # No updates (zero-size indices): the target as it is.
     def unquote(op)(%T{type: out_type} = out, target, indices, updates, opts) do
+      if zero_size?(indices) or zero_size?(updates),
+        do: %{out | data: cast(target, out_type).data},
+        else: unquote(:"device_#{op}")(out, target, indices, updates, opts)
+    end
+
+    defp unquote(:"device_#{op}")(%T{type: out_type} = out, target, indices, updates, opts) do
       type = compute_type(out_type)
       target = cast(target, type)
       updates = cast(updates, type)
@@ -671,22 +748,48 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def product(%T{type: {:c, _}} = out, t, opts), do: complex_product(out, t, opts)
 
+  # Over an empty axis (a zero-size input, a non-empty output) a reduction is its identity, as
+  # in XLA: 0, 1, the type's lowest and highest value (the BinaryBackend fails inside).
+  defp reduction_identity(:sum, _type), do: 0
+  defp reduction_identity(:product, _type), do: 1
+
+  defp reduction_identity(:reduce_max, type),
+    do: type |> Nx.Constants.min(backend: Nx.BinaryBackend) |> Nx.to_number()
+
+  defp reduction_identity(:reduce_min, type),
+    do: type |> Nx.Constants.max(backend: Nx.BinaryBackend) |> Nx.to_number()
+
   for op <- [:sum, :product, :reduce_max, :reduce_min] do
     @impl true
-    def unquote(op)(%T{type: type} = out, %T{shape: shape} = t, opts) do
-      axes = opts[:axes] || Nx.axes(shape)
-      ct = compute_type(type)
-      t = cast(t, ct)
-
-      Native.reduce(unquote(op), ct, ref!(t), shape_list(t), axes)
-      |> result(%{out | type: ct}, unquote(op), [out, t, opts])
-      |> cast(type)
+    def unquote(op)(%T{type: type} = out, %T{} = t, opts) do
+      if zero_size?(t),
+        do: constant(out, reduction_identity(unquote(op), type), []),
+        else: reduce_on_device(unquote(op), out, t, opts)
     end
   end
 
-  for op <- [:window_sum, :window_product, :window_max, :window_min] do
+  defp reduce_on_device(op, %T{type: type} = out, %T{shape: shape} = t, opts) do
+    axes = opts[:axes] || Nx.axes(shape)
+    ct = compute_type(type)
+    t = cast(t, ct)
+
+    Native.reduce(op, ct, ref!(t), shape_list(t), axes)
+    |> result(%{out | type: ct}, op, [out, t, opts])
+    |> cast(type)
+  end
+
+  # A zero-size input with padding: every window holds padding only, the reduction's identity.
+  for {op, reduction} <-
+        [window_sum: :sum, window_product: :product] ++
+          [window_max: :reduce_max, window_min: :reduce_min] do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = t, window, opts) do
+      if zero_size?(t),
+        do: constant(out, reduction_identity(unquote(reduction), type), []),
+        else: unquote(:"device_#{op}")(out, t, window, opts)
+    end
+
+    defp unquote(:"device_#{op}")(%T{type: type} = out, %T{} = t, window, opts) do
       ct = compute_type(type)
       t = cast(t, ct)
       rank = tuple_size(window)
@@ -743,7 +846,14 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def any(out, t, opts), do: logical_reduce(:reduce_max, out, t, opts)
 
+  # Over an empty axis: all is true, any false.
   defp logical_reduce(op, %T{} = out, %T{shape: shape} = t, opts) do
+    if zero_size?(t),
+      do: constant(out, if(op == :reduce_min, do: 1, else: 0), []),
+      else: logical_reduce_on_device(op, out, t, shape, opts)
+  end
+
+  defp logical_reduce_on_device(op, out, t, shape, opts) do
     zero = constant(%{t | shape: {}}, 0, [])
     nonzero = not_equal(%{t | type: {:u, 8}}, t, zero)
     apply(__MODULE__, op, [%{out | type: {:u, 8}}, nonzero, [axes: opts[:axes] || Nx.axes(shape)]])
@@ -752,6 +862,11 @@ defmodule Nx.Vulkan.Backend do
   for op <- [:argmax, :argmin] do
     @impl true
     def unquote(op)(%T{type: {_, bits} = out_type} = out, %T{shape: shape, type: type} = t, opts) do
+      if zero_size?(t) do
+        raise ArgumentError,
+              "#{unquote(op)} of a tensor of shape #{inspect(shape)}: an empty axis has no index"
+      end
+
       type = compute_type(type)
       t = cast(t, type)
       axes = if opts[:axis], do: [opts[:axis]], else: Nx.axes(shape)
@@ -871,7 +986,14 @@ defmodule Nx.Vulkan.Backend do
     end)
   end
 
-  def dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
+  # Contracting an empty axis (zero-size operands, a non-empty result) sums nothing: zeros.
+  def dot(out, a, a_contract, a_batch, b, b_contract, b_batch) do
+    if zero_size?(a) or zero_size?(b),
+      do: constant(out, 0, []),
+      else: device_dot(out, a, a_contract, a_batch, b, b_contract, b_batch)
+  end
+
+  defp device_dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
     type = compute_type(out_type)
     a = cast(a, type)
     b = cast(b, type)
@@ -1107,27 +1229,21 @@ defmodule Nx.Vulkan.Backend do
   end
 
   # Pairwise: each round multiplies the first half of the reduced elements by the second.
+  # Over an empty axis: 1.
   defp complex_product(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, opts) do
     axes = opts[:axes] || Nx.axes(shape)
     kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
     len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
 
-    Nx.with_default_backend(__MODULE__, fn ->
-      x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
-      x = Nx.reshape(x, {div(Nx.size(shape), max(len, 1)), len})
-
-      result =
-        if len == 0,
-          do:
-            constant(
-              %{out | type: {:c, 128}, shape: {div(Nx.size(shape), 1), 1}, names: [nil, nil]},
-              1,
-              []
-            ),
-          else: fold_product(x, len)
-
-      %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
-    end)
+    if len == 0 do
+      constant(out, 1, [])
+    else
+      Nx.with_default_backend(__MODULE__, fn ->
+        x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
+        result = x |> Nx.reshape({div(Nx.size(shape), len), len}) |> fold_product(len)
+        %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
+      end)
+    end
   end
 
   # The BinaryBackend folds from the identity: 1 * z1 first, which turns an infinite part of z1
@@ -1236,9 +1352,7 @@ defmodule Nx.Vulkan.Backend do
   defp cartesian([values | rest]), do: for(v <- values, tail <- cartesian(rest), do: [v | tail])
 
   # `columns.(positions)` returns `column.(i)`, the i-th folded element of every output position.
-  defp device_fold(%T{shape: out_shape} = out, steps, acc, fun, args, op, columns) do
-    positions = Nx.size(out_shape)
-
+  defp device_fold(out, steps, acc, fun, args, op, columns) do
     reason =
       cond do
         not elixir_fun?(fun) ->
@@ -1246,9 +1360,6 @@ defmodule Nx.Vulkan.Backend do
 
         steps > @max_fold ->
           "a fold of #{steps} steps (more than #{@max_fold}, each a dispatch or more)"
-
-        positions == 0 ->
-          "an empty result"
 
         true ->
           nil
@@ -1366,6 +1477,37 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  ## Zero-size results
+
+  # Nx.pad with negative padding can leave an axis of size 0 (the one way Nx builds such
+  # tensors), and ops on them have zero-size results too: no kernel runs (the NIFs refuse empty
+  # shapes), the result is an empty buffer, as the BinaryBackend's is an empty binary. Guarded:
+  # every callback above whose first argument is the output, but for the creation functions
+  # (Nx refuses empty shapes there), the metadata-only ones, to_batched (its batches are slices)
+  # and pad (which checks its shape first).
+  @not_guarded [:init, :constant, :from_binary, :eye, :iota, :to_binary, :inspect, :block] ++
+                 [:backend_copy, :backend_transfer, :backend_deallocate, :from_pointer] ++
+                 [:to_pointer, :to_batched, :reshape, :squeeze, :bitcast, :pad]
+
+  zero_size_guarded =
+    for {name, arity} <- Nx.Backend.behaviour_info(:callbacks),
+        name not in @not_guarded and Module.defines?(__MODULE__, {name, arity}, :def),
+        do: {name, arity}
+
+  for {name, arity} <- zero_size_guarded do
+    defoverridable [{name, arity}]
+    args = Macro.generate_arguments(arity - 1, __MODULE__)
+
+    @impl true
+    def unquote(name)(%T{} = out, unquote_splicing(args)) do
+      if zero_size?(out), do: empty(out), else: super(out, unquote_splicing(args))
+    end
+  end
+
+  defp zero_size?(%T{shape: shape}), do: Nx.size(shape) == 0
+
+  defp empty(out), do: Native.alloc_buffer(0) |> Native.unwrap!() |> wrap(out)
+
   ## Helpers
 
   defp fallback(op, args), do: Fallback.run(op, "not expressible with the device's kernels", args)
@@ -1403,10 +1545,12 @@ defmodule Nx.Vulkan.Backend do
   defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
     strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
 
-    with bytes when bytes != nil <- move_bytes(type),
+    with false <- zero_size?(out),
+         bytes when bytes != nil <- move_bytes(type),
          {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
       wrap(ref, out)
     else
+      true -> empty(out)
       nil -> nil
       {:error, {:unsupported, _}} -> nil
       error -> Native.unwrap!(error)

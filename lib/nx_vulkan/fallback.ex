@@ -82,6 +82,11 @@ defmodule Nx.Vulkan.Fallback do
     for {{:tag, tag}, _, reason} <- :ets.tab2list(@table), into: %{}, do: {tag, reason}
   end
 
+  @doc false
+  # At application start: a bad NXV_HOST_FALLBACK or :host_fallback config stops the start, as
+  # every other bad setting does, rather than raising at the first fallback.
+  def check_config!, do: global_mode()
+
   defp global_mode do
     case System.get_env("NXV_HOST_FALLBACK") do
       value when value in [nil, ""] ->

@@ -53,7 +53,7 @@ defmodule Nx.Vulkan.DifferentialTest do
 
   # Values for `type` in `domain`; floats get NaN/+-Inf/-0.0 mixed in when `specials` is true,
   # integers their extremes unless `domain` limits them.
-  defp values(type, n, seed, domain \\ :any, specials \\ false) do
+  defp values(type, n, seed, domain, specials) do
     state = rng(seed)
 
     {list, _} =
@@ -129,6 +129,31 @@ defmodule Nx.Vulkan.DifferentialTest do
   defp sum_tol(:bf16), do: [rtol: 3.0e-2, atol: 3.0e-2]
   defp sum_tol(_), do: []
 
+  # Per-type choices live in functions: tests are generated per type, and a comparison of the
+  # literal type inside one (`type == :f64`) is always true or always false (a type warning).
+
+  # The BinaryBackend's window_reduce passes plain numbers to the function, so its results are
+  # f32 or s32 tensors: window_reduce compares on those two types only.
+  defp window_reduce_compared?(type), do: type in [:f32, :s32]
+
+  # The BinaryBackend rounds f64 window_scatter results to f32.
+  defp window_scatter_tol(:f64), do: sum_tol(:f32)
+  defp window_scatter_tol(type), do: sum_tol(type)
+
+  defp linalg_tol(:f32), do: [atol: 2.0e-4, rtol: 2.0e-4]
+  defp linalg_tol(:f64), do: [atol: 1.0e-10, rtol: 1.0e-10]
+
+  defp complex_tol(:c64), do: [atol: 1.0e-6, rtol: 1.0e-6]
+  defp complex_tol(:c128), do: [atol: 1.0e-13, rtol: 1.0e-13]
+
+  # c64: bit-identical to the BinaryBackend; c128 within a few ulps.
+  defp complex_function_tol(:c64), do: []
+  defp complex_function_tol(:c128), do: [atol: 1.0e-300, rtol: 1.0e-15]
+
+  # pow's polar form is ill-conditioned where cos/sin of the angle are small: c128 to 1e-13.
+  defp complex_pow_tol(:c64), do: []
+  defp complex_pow_tol(:c128), do: [atol: 1.0e-300, rtol: 1.0e-13]
+
   ## Element-wise
 
   # {op, float domain, NaN/Inf/-0.0 allowed}
@@ -167,6 +192,16 @@ defmodule Nx.Vulkan.DifferentialTest do
   ]
   @exact_unary [:negate, :abs, :sign, :floor, :ceil, :round, :sqrt, :is_nan, :is_infinity]
 
+  # Exact for exactly rounded ops, a unit in the last place for the others.
+  defp unary_tol(op, type) do
+    cond do
+      op in @exact_unary -> []
+      # The BinaryBackend's expm1/log1p are exp(x) - 1 and log(1 + x), inexact near 0.
+      op in [:expm1, :log1p] and type == :f64 -> [rtol: 1.0e-13, atol: 1.0e-300]
+      true -> ulp_tol(type)
+    end
+  end
+
   for type <- @floats, seed <- @seeds do
     test "float unary ops, #{type}, seed #{seed}" do
       type = unquote(type)
@@ -181,12 +216,7 @@ defmodule Nx.Vulkan.DifferentialTest do
             specials
           )
 
-        tol = if op in @exact_unary, do: [], else: ulp_tol(type)
-        # The BinaryBackend's expm1/log1p are exp(x) - 1 and log(1 + x), inexact near 0.
-        tol =
-          if op in [:expm1, :log1p] and type == :f64, do: [rtol: 1.0e-13, atol: 1.0e-300], else: tol
-
-        check("#{op}", &apply(Nx, op, [&1]), [t], tol)
+        check("#{op}", &apply(Nx, op, [&1]), [t], unary_tol(op, type))
       end
     end
   end
@@ -393,8 +423,7 @@ defmodule Nx.Vulkan.DifferentialTest do
   # Elixir reduction functions, folded on the device in the BinaryBackend's order: a
   # non-associative function shows the order.
   # The fold keeps the element type: the BinaryBackend raises when the function's result type
-  # is not the output's. Its window_reduce passes plain numbers to the function (so results are
-  # f32 or s32 tensors): window_reduce compares on those two types.
+  # is not the output's (window_reduce: see window_reduce_compared?/1).
   for type <- [:f32, :f64, :s32, :u8, :bf16] do
     test "reduce and window_reduce with Elixir functions, #{type}" do
       type = unquote(type)
@@ -411,7 +440,7 @@ defmodule Nx.Vulkan.DifferentialTest do
         [t]
       )
 
-      if type in [:f32, :s32] do
+      if window_reduce_compared?(type) do
         fold = fn x, acc -> Nx.subtract(Nx.multiply(acc, 2), x) end
 
         for {window, opts} <- [
@@ -461,8 +490,7 @@ defmodule Nx.Vulkan.DifferentialTest do
             [strides: [1, 2, 2], padding: [{0, 0}, {0, 0}, {0, 0}]]
           ]),
           [t, source, init],
-          # The BinaryBackend rounds f64 window_scatter results to f32.
-          if(type == :f64, do: sum_tol(:f32), else: sum_tol(type))
+          window_scatter_tol(type)
         )
       end
 
@@ -540,7 +568,7 @@ defmodule Nx.Vulkan.DifferentialTest do
   for type <- [:f32, :f64] do
     test "linear-algebra blocks, #{type}" do
       type = unquote(type)
-      tol = if type == :f32, do: [atol: 2.0e-4, rtol: 2.0e-4], else: [atol: 1.0e-10, rtol: 1.0e-10]
+      tol = linalg_tol(type)
       m = tensor(type, {4, 4}, 227, :small)
       spd = Nx.add(Nx.dot(m, Nx.transpose(m)), Nx.multiply(Nx.eye(4, type: type), 4))
       b = tensor(type, {4, 2}, 229, :small)
@@ -685,7 +713,7 @@ defmodule Nx.Vulkan.DifferentialTest do
   for type <- [:c64, :c128] do
     test "complex reductions, linear algebra and functions, #{type}" do
       type = unquote(type)
-      tol = if type == :c64, do: [atol: 1.0e-6, rtol: 1.0e-6], else: [atol: 1.0e-13, rtol: 1.0e-13]
+      tol = complex_tol(type)
 
       z =
         Nx.complex(tensor(:f64, {3, 4}, 241, :small), tensor(:f64, {3, 4}, 251, :small))
@@ -695,8 +723,7 @@ defmodule Nx.Vulkan.DifferentialTest do
       check("product", &Nx.product(&1, axes: [0]), [z], tol)
       check("product all", &Nx.product/1, [Nx.divide(z, 2)], tol)
       check("dot", &Nx.dot(&1, [1], &2, [1]), [z, z], tol)
-      # pow's polar form is ill-conditioned where cos/sin of the angle are small: c128 to 1e-13.
-      pow_tol = if type == :c64, do: [], else: [atol: 1.0e-300, rtol: 1.0e-13]
+      pow_tol = complex_pow_tol(type)
       check("pow", &Nx.pow/2, [z, Nx.reverse(z)], pow_tol)
       check("pow real exponent", &Nx.pow(&1, 2.5), [z], pow_tol)
       # Every unary function Nx allows on complex numbers, as the complex library evaluates it.
@@ -707,7 +734,7 @@ defmodule Nx.Vulkan.DifferentialTest do
           "#{op}",
           &apply(Nx, op, [&1]),
           [z],
-          if(type == :c64, do: [], else: [atol: 1.0e-300, rtol: 1.0e-15])
+          complex_function_tol(type)
         )
       end
 

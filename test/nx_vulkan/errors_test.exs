@@ -32,14 +32,72 @@ defmodule Nx.Vulkan.ErrorsTest do
     assert_raise Nx.Vulkan.Error, "boom", fn -> Native.unwrap!({:error, {:vulkan, "boom"}}) end
   end
 
-  test "backend options are validated" do
-    assert_raise ArgumentError, fn -> Nx.Vulkan.Backend.init(bogus: 1) end
+  test "backend options are validated wherever Nx passes them" do
+    %{index: active, name: name} = Nx.Vulkan.Device.info()
+    assert Nx.Vulkan.Backend.init(device: active) == [device: active]
+    assert Nx.Vulkan.Backend.init([]) == []
 
-    assert Nx.Vulkan.Backend.init(device: Nx.Vulkan.Device.info().index) == [
-             device: Nx.Vulkan.Device.info().index
-           ]
+    assert_raise ArgumentError, ~r/unknown keys \[:bogus\]/, fn ->
+      Nx.default_backend({Nx.Vulkan.Backend, bogus: 1})
+    end
 
-    assert_raise ArgumentError, ~r/NXV_DEVICE=7/, fn -> Nx.Vulkan.Backend.init(device: 7) end
+    # Only the active device is valid (one Vulkan context per VM); the message lists the others.
+    devices = Enum.map_join(Nx.Vulkan.devices(), ", ", &"#{&1.index} (#{&1.name})")
+
+    for bad <- [99, -1, "#{active}", active * 1.0, nil, :gpu] do
+      message =
+        "Nx.Vulkan.Backend's :device must be #{active}, the index of the device this VM runs " <>
+          "on (#{name}); the devices are #{devices}; got: #{inspect(bad)}"
+
+      assert_raise ArgumentError, message, fn ->
+        Nx.default_backend({Nx.Vulkan.Backend, device: bad})
+      end
+
+      assert_raise ArgumentError, message, fn ->
+        Nx.backend_copy(dev([1.0]), {Nx.Vulkan.Backend, device: bad})
+      end
+    end
+
+    # Creation functions hand the options to the backend without init/1: checked there as well.
+    assert_raise ArgumentError, ~r/:device must be #{active}.*got: 3/, fn ->
+      Nx.tensor([1.0, 2.0], backend: {Nx.Vulkan.Backend, device: 3})
+    end
+
+    assert_raise ArgumentError, ~r/:device must be #{active}.*got: 3/, fn ->
+      Nx.tensor(1.0, backend: {Nx.Vulkan.Backend, device: 3})
+    end
+
+    assert_raise ArgumentError, ~r/unknown keys \[:client\]/, fn ->
+      Nx.iota({3}, backend: {Nx.Vulkan.Backend, client: :cuda})
+    end
+
+    assert_raise ArgumentError, ~r/unknown keys/, fn ->
+      Nx.eye(2, backend: {Nx.Vulkan.Backend, bogus: 1})
+    end
+
+    t = Nx.tensor([1.0, 2.0], backend: {Nx.Vulkan.Backend, device: active})
+    assert Nx.to_flat_list(t) == [1.0, 2.0]
+  end
+
+  test "another device is named with how to choose it" do
+    info = Nx.Vulkan.Device.info()
+    other = %{index: info.index + 1, name: "Other GPU", type: :discrete_gpu}
+    :persistent_term.put({Nx.Vulkan.Device, :info}, %{info | devices: info.devices ++ [other]})
+
+    assert_raise ArgumentError,
+                 ~r/device #{other.index} \(Other GPU\) is chosen at start, with NXV_DEVICE=#{other.index}; got: #{other.index}$/,
+                 fn -> Nx.Vulkan.Backend.init(device: other.index) end
+  after
+    :persistent_term.put(
+      {Nx.Vulkan.Device, :info},
+      Nx.Vulkan.Native.device_info() |> Native.unwrap!()
+    )
+  end
+
+  test "an inspect limit beyond the tensor is clamped before the NIF" do
+    t = dev([1.0, 2.0])
+    assert inspect(t, limit: 2 ** 70) == inspect(t, limit: :infinity)
+    assert Nx.to_binary(t, limit: 2 ** 70) == Nx.to_binary(t)
   end
 
   test "device list and memory figures" do
@@ -94,6 +152,35 @@ defmodule Nx.Vulkan.NoDeviceTest do
     assert output =~ "Nx.Vulkan.Error"
     assert output =~ ~r/no usable Vulkan driver|no Vulkan device with a compute queue/
     refute output =~ "started"
+  end
+
+  # Like NXV_BATCH_MAX, a bad NXV_HOST_FALLBACK stops the start instead of the first fallback.
+  test "bad settings stop the application at start, naming the variable" do
+    for {name, value, message} <- [
+          {"NXV_HOST_FALLBACK", "bogus",
+           ~s|NXV_HOST_FALLBACK must be one of allow, warn, raise; got: "bogus"|},
+          {"NXV_BATCH_MAX", "#{2 ** 64}",
+           ~s|NXV_BATCH_MAX must be an integer from 0 to 2 ** 63 - 1 (0 = submit every op on its own), got: "#{2 ** 64}"|}
+        ] do
+      {output, status} =
+        System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", "IO.puts(:started)"],
+          env: [{name, value}, {"MIX_ENV", "test"}],
+          stderr_to_stdout: true
+        )
+
+      assert status != 0
+      assert output =~ "Could not start application nx_vulkan"
+      assert output =~ "(ArgumentError) " <> message
+      refute output =~ "started\n"
+    end
+
+    {output, 0} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", "IO.puts(:started)"],
+        env: [{"NXV_HOST_FALLBACK", "warn"}, {"MIX_ENV", "test"}],
+        stderr_to_stdout: true
+      )
+
+    assert output =~ "started"
   end
 
   test "NXV_DEVICE_CLASS is validated" do

@@ -73,12 +73,41 @@ defmodule Nx.Vulkan.LayoutTest do
     end
   end
 
-  test "to_batched with leftovers" do
-    t = dev(Enum.to_list(1..10)) |> Nx.reshape({5, 2})
-    batches = Nx.to_batched(t, 2, leftover: :repeat) |> Enum.to_list()
-    assert Enum.map(batches, &Nx.to_flat_list/1) == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 1, 2]]
-    assert Enum.all?(batches, &match?(%Nx.Vulkan.Backend{}, &1.data))
-    assert length(Enum.to_list(Nx.to_batched(t, 2, leftover: :discard))) == 2
+  # Nx documents to_batched as returning a Stream (the BinaryBackend's does): compared batch by
+  # batch with the BinaryBackend's, each on the device, without a fallback.
+  test "to_batched is a stream of device batches, with leftover :repeat and :discard", %{t: t} do
+    host = Nx.backend_copy(t, Nx.BinaryBackend)
+    even = dev(Enum.to_list(1..12), type: :u8) |> Nx.reshape({6, 2})
+    before = Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag))
+
+    for {tensor, batch} <- [{t, 1}, {t, 2}, {Nx.transpose(t), 3}, {Nx.transpose(t), 4}, {even, 3}],
+        leftover <- [:repeat, :discard] do
+      stream = Nx.to_batched(tensor, batch, leftover: leftover)
+      assert %Stream{} = stream
+      batches = Enum.to_list(stream)
+
+      expected =
+        tensor
+        |> Nx.backend_copy(Nx.BinaryBackend)
+        |> Nx.to_batched(batch, leftover: leftover)
+        |> Enum.to_list()
+
+      assert length(batches) == length(expected)
+
+      for {actual, wanted} <- Enum.zip(batches, expected) do
+        assert %Nx.Vulkan.Backend{} = actual.data
+        assert actual.shape == wanted.shape and actual.type == wanted.type
+        assert Nx.to_binary(actual) == Nx.to_binary(wanted)
+      end
+    end
+
+    assert Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) == before
+
+    # The default leftover is :repeat: 4 rows in batches of 3, the second is rows 3, 0 and 1.
+    rows = Nx.transpose(host)
+    assert [first, second] = Nx.to_batched(Nx.transpose(t), 3) |> Enum.to_list()
+    assert Nx.to_binary(first) == Nx.to_binary(rows[0..2])
+    assert Nx.to_binary(second) == Nx.to_binary(Nx.concatenate([rows[3..3], rows[0..1]]))
   end
 
   test "transfers between backends" do
@@ -123,6 +152,51 @@ defmodule Nx.Vulkan.LayoutTest do
       host = Nx.tensor([1, 0, 1], type: type, backend: Nx.BinaryBackend)
       assert Nx.to_binary(Nx.backend_transfer(host, Nx.Vulkan.Backend)) == Nx.to_binary(host)
     end
+  end
+end
+
+# Not async: reads the global live-memory figure.
+defmodule Nx.Vulkan.TransferTest do
+  use Nx.Vulkan.DeviceCase, async: false
+
+  # Nx documents a transfer as a copy and a deallocation.
+  test "backend_transfer to another backend frees the device memory; the old tensor raises" do
+    # 4096 bytes: buffers come in power-of-two size classes, which the live figure counts.
+    values = Enum.map(1..1024, &(&1 * 0.5))
+    t = dev(values)
+    # Any work before (the upload) is done and its references released.
+    Nx.to_binary(t)
+    %{live_bytes: live, live_buffers: buffers} = Nx.Vulkan.stats()
+
+    host = Nx.backend_transfer(t, Nx.BinaryBackend)
+
+    assert Nx.Vulkan.memory().live == live - Nx.byte_size(t)
+    assert Nx.Vulkan.stats().live_buffers == buffers - 1
+    assert %Nx.BinaryBackend{} = host.data
+    assert Nx.to_flat_list(host) == values
+
+    message = "this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"
+    assert_raise ArgumentError, message, fn -> Nx.to_binary(t) end
+    assert_raise ArgumentError, message, fn -> Nx.add(t, 1.0) end
+    assert Nx.backend_deallocate(t) == :already_deallocated
+
+    # To the same backend it is the tensor itself, still usable.
+    u = dev([1, 2, 3])
+    assert Nx.backend_transfer(u, Nx.Vulkan.Backend) == u
+    assert Nx.to_flat_list(u) == [1, 2, 3]
+  end
+
+  test "transferring a shared constant leaves it to its other users" do
+    c = Nx.tensor(12.75, backend: Nx.Vulkan.Backend)
+    assert c.data.constant == 12.75
+    other = Nx.multiply(Nx.tensor(12.75, backend: Nx.Vulkan.Backend), dev([1.0, 2.0]))
+
+    assert Nx.to_number(Nx.backend_transfer(c, Nx.BinaryBackend)) == 12.75
+
+    assert Nx.to_number(c) == 12.75
+    assert Nx.to_flat_list(other) == [12.75, 25.5]
+    assert Nx.to_number(Nx.tensor(12.75, backend: Nx.Vulkan.Backend)) == 12.75
+    assert Nx.to_flat_list(Nx.add(Nx.broadcast(Nx.tensor(12.75), {2}), 1.0)) == [13.75, 13.75]
   end
 end
 
@@ -316,5 +390,135 @@ defmodule Nx.Vulkan.ComplexArithmeticTest do
 
     assert_device(&Nx.is_nan/1, [special])
     assert_device(&Nx.is_infinity/1, [special])
+  end
+end
+
+# Nx.pad with negative padding is the one way Nx builds a zero-size axis. The results match the
+# BinaryBackend's where it has one (rank 1); it fails inside on the others, so they are checked
+# against what they must be: empty, or the reduction's identity over an empty axis.
+defmodule Nx.Vulkan.ZeroSizeTest do
+  use Nx.Vulkan.DeviceCase, async: true
+
+  defp empty?(t, shape, type \\ {:f, 32}) do
+    assert %Nx.Vulkan.Backend{} = t.data
+    assert {t.shape, t.type} == {shape, type}
+    assert Nx.to_binary(t) == ""
+    true
+  end
+
+  test "pad that removes every element returns the empty tensor the BinaryBackend returns" do
+    for {data, config} <- [
+          {[1.0, 2.0], [{-1, -1, 0}]},
+          {[1.0], [{-1, 0, 0}]},
+          {[1.0], [{0, -1, 0}]},
+          {[1.0, 2.0, 3.0], [{-3, -2, 1}]}
+        ] do
+      result = assert_device(&Nx.pad(&1, 0.0, config), [dev(data)])
+      assert empty?(result, {0})
+    end
+
+    assert empty?(Nx.pad(dev([[1.0, 2.0]]), 0.0, [{0, 0, 0}, {-2, 0, 0}]), {1, 0})
+    assert empty?(Nx.pad(dev([[1, 2]], type: :s64), 0, [{-1, 0, 0}, {1, 1, 1}]), {0, 5}, {:s, 64})
+
+    assert empty?(
+             Nx.pad(dev([[1.0, 2.0]], type: :c128), 0, [{1, 0, 0}, {-2, 0, 0}]),
+             {2, 0},
+             {:c, 128}
+           )
+
+    # A zero-size input padded back out is all padding.
+    e = Nx.pad(dev([1.0]), 0.0, [{-1, 0, 0}])
+    assert Nx.to_flat_list(Nx.pad(e, 7.0, [{1, 2, 0}])) == [7.0, 7.0, 7.0]
+  end
+
+  test "padding that would leave a negative size is an ArgumentError naming it" do
+    assert_raise ArgumentError,
+                 "pad: the padding configuration [{-1, -1, 0}] leaves axis 0 of shape {1} with " <>
+                   "-1 elements (negative padding can shrink an axis to 0 elements, not below)",
+                 fn -> Nx.pad(dev([1.0]), 0.0, [{-1, -1, 0}]) end
+
+    e = Nx.pad(dev([1.0]), 0.0, [{-1, 0, 0}])
+
+    assert_raise ArgumentError, ~r/leaves axis 0 of shape \{0\} with -1 elements/, fn ->
+      Nx.pad(e, 0.0, [{1, 1, 3}])
+    end
+  end
+
+  test "ops on zero-size tensors: empty results, identities, no kernel and no fallback" do
+    before = Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag))
+    e = Nx.pad(dev([1.0, 2.0]), 0.0, [{-1, -1, 0}])
+    e02 = Nx.pad(dev([[1.0, 2.0]]), 0.0, [{-1, 0, 0}, {0, 0, 0}])
+    e20 = Nx.transpose(e02)
+    assert empty?(e20, {2, 0})
+
+    # Where the BinaryBackend has an answer (rank 1), the same one.
+    for fun <- [
+          &Nx.exp/1,
+          &Nx.as_type(&1, :s32),
+          &Nx.as_type(&1, :c64),
+          &Nx.exp(Nx.as_type(&1, :c64)),
+          &Nx.bitcast(&1, :s32),
+          &Nx.clip(&1, 0, 1),
+          &Nx.cumulative_sum/1,
+          &Nx.concatenate([&1, &1]),
+          &Nx.concatenate([&1, Nx.tensor([1.0, 2.0])]),
+          &Nx.stack([&1, &1])
+        ] do
+      assert_device(fun, [e])
+    end
+
+    for t <- [e20, e02] do
+      assert empty?(Nx.add(t, t), t.shape)
+      assert empty?(Nx.select(Nx.greater(t, t), t, t), t.shape)
+      assert empty?(Nx.sort(t, axis: 0), t.shape)
+      assert empty?(Nx.argsort(t, axis: 1), t.shape, {:s, 32})
+      assert empty?(Nx.reverse(t), t.shape)
+      assert empty?(Nx.as_type(t, :f16), t.shape, {:f, 16})
+      assert empty?(Nx.fft(t), t.shape, {:c, 64})
+    end
+
+    assert [first, second] = Nx.to_batched(e20, 1) |> Enum.to_list()
+    assert empty?(first, {1, 0}) and empty?(second, {1, 0})
+
+    # Reductions over an empty axis are their identities, as in XLA.
+    assert Nx.to_flat_list(Nx.sum(e02, axes: [0])) == [0.0, 0.0]
+    assert Nx.to_flat_list(Nx.product(e02, axes: [0])) == [1.0, 1.0]
+    assert Nx.to_flat_list(Nx.reduce_max(e02, axes: [0])) == [:neg_infinity, :neg_infinity]
+    assert Nx.to_flat_list(Nx.reduce_min(Nx.as_type(e02, :s8), axes: [0])) == [127, 127]
+    assert Nx.to_flat_list(Nx.all(e02, axes: [0])) == [1, 1]
+    assert Nx.to_flat_list(Nx.any(e02, axes: [0])) == [0, 0]
+    assert empty?(Nx.sum(e20, axes: [1]) |> Nx.slice([0], [2]) |> Nx.pad(0.0, [{-2, 0, 0}]), {0})
+
+    assert Nx.to_flat_list(Nx.sum(Nx.as_type(e02, :c64), axes: [0])) == [
+             Complex.new(0.0, 0.0),
+             Complex.new(0.0, 0.0)
+           ]
+
+    assert Nx.to_flat_list(Nx.product(Nx.as_type(e02, :c64), axes: [0])) == [
+             Complex.new(1.0, 0.0),
+             Complex.new(1.0, 0.0)
+           ]
+
+    assert Nx.to_flat_list(Nx.window_sum(e, {1}, padding: [{1, 1}])) == [0.0, 0.0]
+    assert Nx.to_flat_list(Nx.reduce(e02, 5.0, [axes: [0]], &Nx.add/2)) == [5.0, 5.0]
+
+    # Contracting an empty axis: zeros; inserting or scattering nothing leaves the target.
+    assert Nx.to_flat_list(Nx.dot(e20, e02)) == [0.0, 0.0, 0.0, 0.0]
+    assert Nx.to_flat_list(Nx.put_slice(dev([[1.0, 2.0]]), [0, 0], e02)) == [1.0, 2.0]
+    assert Nx.to_flat_list(Nx.concatenate([e02, dev([[1.0, 2.0]])])) == [1.0, 2.0]
+    no_indices = Nx.reshape(Nx.as_type(e, :s64), {0, 1})
+    assert Nx.to_flat_list(Nx.indexed_add(dev([1.0, 2.0]), no_indices, e)) == [1.0, 2.0]
+    assert Nx.to_flat_list(Nx.indexed_put(dev([1.0, 2.0]), no_indices, e)) == [1.0, 2.0]
+
+    assert Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) == before
+
+    # No answer: an ArgumentError saying why.
+    assert_raise ArgumentError, ~r/argmax of a tensor of shape \{0, 2\}: an empty axis/, fn ->
+      Nx.argmax(e02, axis: 0)
+    end
+
+    assert_raise ArgumentError, ~r/gather: indices into a tensor of shape \{0, 2\}/, fn ->
+      Nx.gather(e02, dev([[0]]))
+    end
   end
 end

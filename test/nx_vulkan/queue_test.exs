@@ -115,16 +115,33 @@ defmodule Nx.Vulkan.QueueTest do
       assert Nx.Vulkan.batch_max_from_env!() == expected
     end
 
-    for bad <- ["abc", "-1", "1.5", "64x"] do
+    # The NIF takes an i64: 2 ** 63 and above are refused here, not by its argument decoder.
+    for bad <- ["abc", "-1", "1.5", "64x", "9223372036854775808"] do
       System.put_env("NXV_BATCH_MAX", bad)
 
-      assert_raise ArgumentError, ~r/NXV_BATCH_MAX must be a non-negative integer/, fn ->
-        Nx.Vulkan.batch_max_from_env!()
-      end
+      assert_raise ArgumentError,
+                   ~r/NXV_BATCH_MAX must be an integer from 0 to 2 \*\* 63 - 1.*got: "#{bad}"/,
+                   fn -> Nx.Vulkan.batch_max_from_env!() end
     end
-
-    assert_raise ArgumentError, fn -> Nx.Vulkan.set_batch_max(-1) end
   after
     System.delete_env("NXV_BATCH_MAX")
+  end
+
+  # The setup restores the cap.
+  test "set_batch_max/1 and set_gpu_timing/1 check their argument before the NIF does" do
+    for bad <- [-1, 2 ** 63, 2 ** 70, 1.0, "8", nil] do
+      assert_raise ArgumentError,
+                   "set_batch_max/1: the batch max must be an integer from 0 to 2 ** 63 - 1 " <>
+                     "(0 = submit every op on its own), got: #{inspect(bad)}",
+                   fn -> Nx.Vulkan.set_batch_max(bad) end
+    end
+
+    assert Nx.Vulkan.set_batch_max(2 ** 63 - 1) == :ok
+    assert Nx.Vulkan.batch_max() == 2 ** 63 - 1
+    assert Nx.to_flat_list(Nx.add(dev([1.0]), 1.0)) == [2.0]
+
+    assert_raise ArgumentError, "set_gpu_timing/1 takes true or false, got: :yes", fn ->
+      Nx.Vulkan.set_gpu_timing(:yes)
+    end
   end
 end

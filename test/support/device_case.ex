@@ -76,6 +76,10 @@ defmodule Nx.Vulkan.DeviceCase do
 
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
       cond do
+        # Nx.Testing's comparisons fail inside on zero-size tensors (the BinaryBackend's equal).
+        Nx.size(expected) == 0 ->
+          assert Nx.to_binary(host) == Nx.to_binary(expected)
+
         !(opts[:atol] || opts[:rtol]) ->
           Nx.Testing.assert_equal(host, expected)
 
