@@ -683,11 +683,21 @@ defmodule Nx.Vulkan.Backend do
 
   defp holds_constant?(type, %T{data: %__MODULE__{constant: value}}) when is_number(value) do
     case type do
-      {:s, bits} -> is_integer(value) and value >= -Bitwise.bsl(1, bits - 1) and value < Bitwise.bsl(1, bits - 1)
-      {:u, bits} -> is_integer(value) and value >= 0 and value < Bitwise.bsl(1, bits)
-      {:f, 64} -> abs(value) <= 9_007_199_254_740_992 or is_float(value)
-      {:f, 32} -> f32_exact?(value)
-      _ -> false
+      {:s, bits} ->
+        is_integer(value) and value >= -Bitwise.bsl(1, bits - 1) and
+          value < Bitwise.bsl(1, bits - 1)
+
+      {:u, bits} ->
+        is_integer(value) and value >= 0 and value < Bitwise.bsl(1, bits)
+
+      {:f, 64} ->
+        abs(value) <= 9_007_199_254_740_992 or is_float(value)
+
+      {:f, 32} ->
+        f32_exact?(value)
+
+      _ ->
+        false
     end
   end
 
@@ -771,11 +781,58 @@ defmodule Nx.Vulkan.Backend do
   defp reduce_on_device(op, %T{type: type} = out, %T{shape: shape} = t, opts) do
     axes = opts[:axes] || Nx.axes(shape)
     ct = compute_type(type)
+
+    if axes != [] and widened_bytes(t, ct) > binding_limit(),
+      do: blocked_reduce(op, out, t, axes, ct),
+      else: widen_and_reduce(op, out, t, axes, ct)
+  end
+
+  defp widen_and_reduce(op, %T{type: type} = out, t, axes, ct) do
     t = cast(t, ct)
 
     Native.reduce(op, ct, ref!(t), shape_list(t), axes)
-    |> result(%{out | type: ct}, op, [out, t, opts])
+    |> result(%{out | type: ct}, op, [out, t, [axes: axes]])
     |> cast(type)
+  end
+
+  defp widened_bytes(%T{type: type} = t, {_, bits} = ct),
+    do: if(type == ct, do: 0, else: Nx.size(t) * div(bits, 8))
+
+  defp binding_limit, do: Nx.Vulkan.Device.info().max_storage_buffer_range
+
+  # An operand whose copy widened to the result type would not fit one binding (the sum of a u8
+  # tensor is u64: 8x its size) is reduced in blocks of rows and columns of its
+  # [kept, reduced] matrix, each widened on its own; the column blocks' partial results are then
+  # combined. Integer sums and products wrap the same in any order; float ones (f16 to f32) take
+  # an order fixed by the shape and the device's binding limit.
+  defp blocked_reduce(op, %T{shape: out_shape, type: type} = out, %T{shape: shape} = t, axes, ct) do
+    {_, bits} = ct
+    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
+    len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+    rows = div(Nx.size(shape), len)
+    fit = max(div(binding_limit(), div(bits, 8)), 1)
+    row_block = min(rows, fit)
+    column_block = max(div(fit, row_block), 1)
+    combine = if op == :sum, do: &Nx.add/2, else: &Nx.multiply/2
+
+    Nx.with_default_backend(__MODULE__, fn ->
+      matrix = t |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes) |> Nx.reshape({rows, len})
+
+      row_results =
+        for row <- 0..(rows - 1)//row_block do
+          block = Nx.slice_along_axis(matrix, row, min(row_block, rows - row), axis: 0)
+
+          for column <- 0..(len - 1)//column_block do
+            part = Nx.slice_along_axis(block, column, min(column_block, len - column), axis: 1)
+            part_out = %{out | shape: {Nx.axis_size(part, 0)}, names: [nil], type: ct}
+            widen_and_reduce(op, part_out, part, [1], ct)
+          end
+          |> Enum.reduce(&combine.(&2, &1))
+        end
+
+      reduced = if length(row_results) == 1, do: hd(row_results), else: Nx.concatenate(row_results)
+      %{out | data: reduced |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
+    end)
   end
 
   # A zero-size input with padding: every window holds padding only, the reduction's identity.
