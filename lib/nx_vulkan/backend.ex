@@ -801,7 +801,7 @@ defmodule Nx.Vulkan.Backend do
   defp binding_limit, do: Nx.Vulkan.Device.info().max_storage_buffer_range
 
   # An operand whose copy widened to the result type would not fit one binding (the sum of a u8
-  # tensor is u64: 8x its size) is reduced in blocks of rows and columns of its
+  # tensor is u32: 4x its size) is reduced in blocks of rows and columns of its
   # [kept, reduced] matrix, each widened on its own; the column blocks' partial results are then
   # combined. Integer sums and products wrap the same in any order; float ones (f16 to f32) take
   # an order fixed by the shape and the device's binding limit.
