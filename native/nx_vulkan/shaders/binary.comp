@@ -12,6 +12,7 @@
 #endif
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 #ifdef OUT_U8
@@ -171,27 +172,32 @@ W apply(W x, W y) {
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  uint i = element_index();
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
   load_math_tables();
 #endif
-  if (i >= n) return;
-  int ao = int(pc[2]), bo = int(pc[3]);
-  uint rest = i;
-  for (int d = int(rank) - 1; d >= 0; --d) {
-    uint dim = pc[4 + d];
-    uint q = rest / dim;
-    int r = int(rest - q * dim);
-    ao += r * int(pc[10 + d]);
-    bo += r * int(pc[16 + d]);
-    rest = q;
-  }
+  FOR_EACH_ELEMENT(i, n) {
+    int ao = int(pc[2]), bo = int(pc[3]);
+    if (rank == 1u) {  // most operands collapse to one dim: no division to decode the index
+      ao += int(i) * int(pc[10]);
+      bo += int(i) * int(pc[16]);
+    } else {
+      uint rest = i;
+      for (int d = int(rank) - 1; d >= 0; --d) {
+        uint dim = pc[4 + d];
+        uint q = rest / dim;
+        int r = int(rest - q * dim);
+        ao += r * int(pc[10 + d]);
+        bo += r * int(pc[16 + d]);
+        rest = q;
+      }
+    }
 #ifdef OUT_U8
-  c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
+    c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
 #elif defined(IS_INT)
-  c[i] = T(apply(W(a[ao]), W(b[bo])));
+    c[i] = T(apply(W(a[ao]), W(b[bo])));
 #else
-  W r = apply(W(a[ao]), W(b[bo]));
-  c[i] = CANONICAL_NAN(T, r);
+    W r = apply(W(a[ao]), W(b[bo]));
+    c[i] = CANONICAL_NAN(T, r);
 #endif
+  }
 }

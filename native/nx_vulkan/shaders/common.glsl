@@ -23,6 +23,15 @@ uint element_index() {
   return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * uint(WG));
 }
 
+// Element-wise kernels that declare `layout(constant_id = 2) const uint PER` visit PER elements
+// each, one dispatch's worth of invocations apart, so every step is as coalesced as one element
+// per invocation and the grid is PER times smaller (4 on GPUs; 1 on CPU devices, where lavapipe
+// runs loops slowly). The host sizes such dispatches by the same constant (ops::dispatch_elements).
+// The step never overflows: it stops once the next index would pass n.
+#define FOR_EACH_ELEMENT(i, n) \
+  for (uint i = element_index(), step_ = gl_NumWorkGroups.x * gl_NumWorkGroups.y * uint(WG), k_ = 0u; \
+       k_ < PER && i < (n); ++k_, i = ((n) - i <= step_) ? (n) : i + step_)
+
 // Element offset of linear (row-major) index `i` over `rank` dims stored at pc[dims_at..],
 // with strides at pc[strides_at..] and base offset `base`.
 uint strided(uint i, uint rank, uint dims_at, uint strides_at, uint base) {

@@ -11,6 +11,7 @@
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 2) const uint PER = 1;
 const uint IN = OP / 16;
 const uint OUT = OP % 16;
 layout(set = 0, binding = 0) readonly buffer X1 { uint8_t x1[]; };
@@ -68,8 +69,8 @@ int64_t load_int(uint i) {
 
 void store_float(uint i, double v) {
   switch (OUT) {
-    case 0: y4[i] = floatBitsToUint(float(v)); break;
-    case 1: y8[i] = doubleBitsToUint64(v); break;
+    case 0: y4[i] = isnan(v) ? 0x7fc00000u : floatBitsToUint(float(v)); break;
+    case 1: y8[i] = isnan(v) ? 0x7ff8000000000000UL : doubleBitsToUint64(v); break;
     // NaN narrows to the positive quiet NaN, as Nx writes :nan (a GPU's or CPU's own NaN,
     // from Inf - Inf say, may carry the sign bit).
     case 2: y2[i] = isnan(v) ? uint16_t(0x7e00u) : uint16_t(packHalf2x16(vec2(float(v), 0.0)) & 0xffffu); break;
@@ -110,10 +111,7 @@ int64_t int_min(uint code) {
   return is_signed(code) ? -(int64_t(1) << (b - 1u)) : 0l;
 }
 
-void main() {
-  uint n = pc[0];
-  uint i = element_index();
-  if (i >= n) return;
+void convert(uint i) {
   if (is_complex(OUT)) {
     // Into complex: complex pairs convert, reals become (x, 0).
     dvec2 v;
@@ -137,4 +135,9 @@ void main() {
     else if (IN == 11u) store_float(i, double(uint64_t(v)));
     else store_float(i, double(v));
   }
+}
+
+void main() {
+  uint n = pc[0];
+  FOR_EACH_ELEMENT(i, n) convert(i);
 }

@@ -10,6 +10,7 @@
 #endif
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 
@@ -153,15 +154,15 @@ W apply(W a) {
 
 void main() {
   uint n = pc[0];
-  uint i = element_index();
 #ifdef MATH64
   load_math_tables();
 #endif
-  if (i >= n) return;
+  FOR_EACH_ELEMENT(i, n) {
 #ifdef IS_INT
-  y[i] = T(apply(W(x[i])));
+    y[i] = T(apply(W(x[i])));
 #else
-  W r = apply(W(x[i]));
-  y[i] = CANONICAL_NAN(T, r);
+    W r = apply(W(x[i]));
+    y[i] = CANONICAL_NAN(T, r);
 #endif
+  }
 }

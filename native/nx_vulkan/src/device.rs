@@ -95,12 +95,23 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math computes in f64
 /// (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
-/// CPU (kernel variants without barriers), and whether to submit early (see queue.rs).
+/// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
+/// elements each invocation of the element-wise kernels visits (pipelines created later use it).
 #[rustler::nif]
-fn configure(precise_f32: bool, fence_spin_us: u64, cpu_device: bool, early_submit: bool) -> Result<rustler::Atom> {
+fn configure(
+    precise_f32: bool,
+    fence_spin_us: u64,
+    cpu_device: bool,
+    early_submit: bool,
+    elements_per_invocation: u32,
+) -> Result<rustler::Atom> {
     if precise_f32 && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
     }
+    if !matches!(elements_per_invocation, 1 | 2 | 4 | 8 | 16) {
+        return Err(arg_error!("elements per invocation must be 1, 2, 4, 8 or 16, got {elements_per_invocation}"));
+    }
+    crate::ops::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
     crate::ops::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::ops::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);

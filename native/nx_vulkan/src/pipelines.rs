@@ -29,12 +29,22 @@ pub struct Kernel {
 /// specialization constant 0.
 type Key = (usize, usize, u32);
 
-static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<ComputePipeline>>> = Lazy::new(DashMap::new);
+/// A pipeline and how many elements each invocation visits (specialization constant 2 of the
+/// element-wise kernels, common.glsl's FOR_EACH_ELEMENT; 1 for every other kernel).
+type Cached = (Arc<ComputePipeline>, u32);
+
+static PIPELINE_CACHE: Lazy<DashMap<Key, Cached>> = Lazy::new(DashMap::new);
+
 pub static CREATED: AtomicU64 = AtomicU64::new(0);
 pub static HITS: AtomicU64 = AtomicU64::new(0);
 
 /// The pipeline for `kernel` with specialization constant 0 set to `op` (kernels without one ignore it).
 pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
+    Ok(cached(kernel, op)?.0)
+}
+
+/// The pipeline and its elements per invocation.
+pub fn cached(kernel: Kernel, op: u32) -> Result<Cached> {
     let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op);
     if let Some(p) = PIPELINE_CACHE.get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
@@ -45,7 +55,7 @@ pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
     Ok(PIPELINE_CACHE.entry(key).or_insert(created).clone())
 }
 
-fn create(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
+fn create(kernel: Kernel, op: u32) -> Result<Cached> {
     let c = ctx()?;
     // A module that needs a feature the device lacks (f64, int64, 8/16-bit storage) fails here:
     // that is "the device cannot do this", so the op goes through the host fallback.
@@ -58,6 +68,11 @@ fn create(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
     // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
     if module.specialization_constants().contains_key(&1) {
         spec.insert(1, SpecializationConstant::Bool(!crate::ops::cpu_device()));
+    }
+    let mut per_invocation = 1;
+    if module.specialization_constants().contains_key(&2) {
+        per_invocation = crate::ops::ELEMENTS_PER_INVOCATION.load(Ordering::Relaxed);
+        spec.insert(2, SpecializationConstant::U32(per_invocation));
     }
     let entry = module
         .specialize(spec)
@@ -74,12 +89,13 @@ fn create(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
         .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), format!("{e:?}")))?;
     let layout = PipelineLayout::new(c.device.clone(), layout_info)
         .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), e))?;
-    ComputePipeline::new(
+    let pipeline = ComputePipeline::new(
         c.device.clone(),
         None,
         ComputePipelineCreateInfo::stage_layout(stage, layout),
     )
-    .map_err(|e| Error::vulkan(&format!("creating pipeline {}", kernel.name), e))
+    .map_err(|e| Error::vulkan(&format!("creating pipeline {}", kernel.name), e))?;
+    Ok((pipeline, per_invocation))
 }
 
 pub fn stats() -> (u64, u64, usize) {

@@ -87,9 +87,9 @@ fn pin(tensor: BufferRef) -> rustler::Atom {
 }
 
 /// Buffer pool. Creating a VkBuffer and binding memory costs microseconds per op (and large
-/// ones far more), so freed buffers are kept by kind and power-of-two size class and reused once
-/// nothing else holds them: a buffer's Arc count of one means no pending or in-flight command
-/// uses it any more.
+/// ones far more), so freed buffers are kept by kind and power-of-two size class and reused
+/// (tensor buffers at once, staging buffers once their Arc count of one says no pending or
+/// in-flight command uses them: see `take`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     Tensor,
@@ -97,7 +97,19 @@ enum Kind {
     Download,
 }
 
-const POOL_MAX_BYTES: u64 = 1 << 30;
+/// How much freed memory the pool keeps: an eighth of the largest device-local heap, between
+/// 1 GiB and 16 GiB (1 GiB on lavapipe's 2 GiB heap; 16 GiB on the H200's 141 GB). With a fixed
+/// 1 GiB, a few large intermediates filled it and every later 256 MB result was a fresh
+/// allocation.
+fn pool_max_bytes() -> u64 {
+    static CAP: Lazy<u64> = Lazy::new(|| {
+        let heap = ctx()
+            .map(|c| c.info.heaps.iter().filter(|h| h.1).map(|h| h.0).max().unwrap_or(0))
+            .unwrap_or(0);
+        (heap / 8).clamp(1 << 30, 16 << 30)
+    });
+    *CAP
+}
 const POOL_MAX_BUFFER: u64 = 256 << 20;
 
 #[derive(Default)]
@@ -117,7 +129,16 @@ fn size_class(bytes: u64) -> u64 {
 fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
     let mut pool = POOL.lock().ok()?;
     let list = pool.free.get_mut(&(kind, class))?;
-    let i = list.iter().position(|b| Arc::strong_count(b.buffer()) == 1)?;
+    // A tensor buffer is only touched by commands, so it can be handed out while queued or
+    // in-flight commands still use it: the recorder orders the new tensor's commands after
+    // them (a barrier where a command touches a buffer the open batch already used, and one at
+    // the start of every command buffer for earlier submissions). Without that, a loop that
+    // drops each result recorded a fresh 256 MB allocation per op (~0.5 ms on the H200).
+    // Staging buffers are written and read by the host, so they wait until nothing holds them.
+    let i = match kind {
+        Kind::Tensor => list.len().checked_sub(1)?,
+        Kind::Upload | Kind::Download => list.iter().position(|b| Arc::strong_count(b.buffer()) == 1)?,
+    };
     let buffer = list.swap_remove(i);
     pool.bytes -= class;
     Some(buffer)
@@ -128,11 +149,26 @@ fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
     if class > POOL_MAX_BUFFER || !class.is_power_of_two() {
         return;
     }
+    let cap = pool_max_bytes();
     if let Ok(mut pool) = POOL.lock() {
-        if pool.bytes + class <= POOL_MAX_BYTES {
-            pool.bytes += class;
-            pool.free.entry((kind, class)).or_default().push(buffer);
+        // Full: make room by dropping the oldest buffers of the class holding the most bytes
+        // (memory in-flight commands still use is freed when they finish).
+        while pool.bytes + class > cap {
+            let Some(key) = pool
+                .free
+                .iter()
+                .filter(|(_, list)| !list.is_empty())
+                .max_by_key(|(key, list)| key.1 * list.len() as u64)
+                .map(|(key, _)| *key)
+            else {
+                return;
+            };
+            let list = pool.free.get_mut(&key).expect("the key was just found");
+            list.remove(0);
+            pool.bytes -= key.1;
         }
+        pool.bytes += class;
+        pool.free.entry((kind, class)).or_default().push(buffer);
     }
 }
 

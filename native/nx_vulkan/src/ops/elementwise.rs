@@ -78,7 +78,7 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;
-    dispatch(kernel, code, &[&x, &out], push, elementwise_groups(n))?;
+    dispatch_elements(kernel, code, &[&x, &out], push, n)?;
     Ok(out)
 }
 
@@ -153,7 +153,7 @@ fn broadcast_dispatch(
     push.set_dims(4, &dims)?;
     push.set_strides(10, &strides[0])?;
     push.set_strides(16, &strides[1])?;
-    dispatch(kernel, code, &[a, b, &out], push, elementwise_groups(n))?;
+    dispatch_elements(kernel, code, &[a, b, &out], push, n)?;
     Ok(out)
 }
 
