@@ -167,6 +167,36 @@ defmodule Nx.Vulkan.SortTest do
 
     assert_device(&Nx.top_k(&1, k: 2), [dev([4, 1, 9, 9, 2])])
   end
+
+  test "long rows take the bitonic network: stable, both directions, NaN, -0.0, padding" do
+    # Rows past 2048 elements (and one of 70_000, past lavapipe's loop budget for ranks); values
+    # repeat so that stability shows, and lengths are not powers of two.
+    specials =
+      Nx.tensor([:nan, -0.0, 0.0, :infinity, :neg_infinity, 1.0, -1.0], backend: Nx.BinaryBackend)
+
+    floats =
+      random({3, 3001}, :f32, 8.0, 41)
+      |> Nx.round()
+      |> Nx.put_slice(
+        [1, 100],
+        Nx.reshape(specials, {1, 7}) |> Nx.backend_transfer(Nx.Vulkan.Backend)
+      )
+
+    long = random({70_000}, :f32, 1000.0, 42) |> Nx.round()
+
+    for t <- [floats, Nx.as_type(floats, :s16), Nx.as_type(floats, :f64), long],
+        dir <- [:asc, :desc] do
+      axis = Nx.rank(t) - 1
+      assert_device(&Nx.sort(&1, axis: axis, direction: dir), [t])
+      assert_device(&Nx.argsort(&1, axis: axis, direction: dir, stable: true), [t])
+    end
+
+    # Along a non-last axis (strided rows) and with 8-byte indices.
+    cols = Nx.transpose(floats)
+    assert_device(&Nx.sort(&1, axis: 0), [cols])
+    assert_device(&Nx.argsort(&1, axis: 0, direction: :desc, type: :s64), [cols])
+    assert_device(&Nx.top_k(&1, k: 5), [long])
+  end
 end
 
 defmodule Nx.Vulkan.TriangularSolveTest do

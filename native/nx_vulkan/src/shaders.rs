@@ -187,6 +187,17 @@ kernels! {
     sort_u16 => "shaders/sort.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
     sort_u32 => "shaders/sort.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     sort_u64 => "shaders/sort.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+    sort_bitonic_f32 => "shaders/sort_bitonic.comp", "T" = "float", "W" = "float";
+    sort_bitonic_f64 => "shaders/sort_bitonic.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    sort_bitonic_f16 => "shaders/sort_bitonic.comp", "T" = "float16_t", "W" = "float";
+    sort_bitonic_s8 => "shaders/sort_bitonic.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    sort_bitonic_s16 => "shaders/sort_bitonic.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    sort_bitonic_s32 => "shaders/sort_bitonic.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    sort_bitonic_s64 => "shaders/sort_bitonic.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    sort_bitonic_u8 => "shaders/sort_bitonic.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    sort_bitonic_u16 => "shaders/sort_bitonic.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    sort_bitonic_u32 => "shaders/sort_bitonic.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    sort_bitonic_u64 => "shaders/sort_bitonic.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
     scatter_f32 => "shaders/scatter.comp", "T" = "float", "W" = "float";
     scatter_f32p => "shaders/scatter.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
@@ -262,6 +273,7 @@ pub enum Family {
     Classify,
     Window,
     Sort,
+    SortBitonic,
     Scatter,
     TriSolve,
     WindowScatter,
@@ -384,6 +396,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Sort, Dtype::U16) => Some(sort_u16),
         (Family::Sort, Dtype::U32) => Some(sort_u32),
         (Family::Sort, Dtype::U64) => Some(sort_u64),
+        (Family::SortBitonic, Dtype::F32) => Some(sort_bitonic_f32),
+        (Family::SortBitonic, Dtype::F64) => Some(sort_bitonic_f64),
+        (Family::SortBitonic, Dtype::F16) => Some(sort_bitonic_f16),
+        (Family::SortBitonic, Dtype::S8) => Some(sort_bitonic_s8),
+        (Family::SortBitonic, Dtype::S16) => Some(sort_bitonic_s16),
+        (Family::SortBitonic, Dtype::S32) => Some(sort_bitonic_s32),
+        (Family::SortBitonic, Dtype::S64) => Some(sort_bitonic_s64),
+        (Family::SortBitonic, Dtype::U8) => Some(sort_bitonic_u8),
+        (Family::SortBitonic, Dtype::U16) => Some(sort_bitonic_u16),
+        (Family::SortBitonic, Dtype::U32) => Some(sort_bitonic_u32),
+        (Family::SortBitonic, Dtype::U64) => Some(sort_bitonic_u64),
         (Family::Scatter, Dtype::F32) => Some(if precise { scatter_f32p } else { scatter_f32 }),
         (Family::Scatter, Dtype::F64) => Some(scatter_f64),
         (Family::Scatter, Dtype::F16) => Some(if precise { scatter_f16p } else { scatter_f16 }),
