@@ -41,8 +41,11 @@ void main() {
   uint limit = n_red;
   if (pc[29] != 0u) limit = min(n_red, pc[29] - (o % pc[30]) * n_red);
   ACC acc = identity();
-  for (uint r = lid; r < limit; r += WG) {
-    acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
+  if (red_rank == 1u) {  // one reduced dim (the common case): no division per element
+    int stride = int(pc[23]);
+    for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));
+  } else {
+    for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
   }
   partial[lid] = acc;
   barrier();
