@@ -45,6 +45,16 @@ defmodule Nx.Vulkan.ReduceDotTest do
       assert_device(&Nx.sum/1, [Nx.as_type(big, :f16)], rtol: 1.0e-2, atol: 1.0)
     end
 
+    test "column reductions: neighbouring outputs, one strided reduced dim (own kernel on GPUs)" do
+      for type <- [:f32, :f64, :s32, :u8], op <- [:sum, :product, :reduce_max, :reduce_min] do
+        t = random({300, 70}, :f32, 3.0, 31) |> Nx.as_type(type)
+        assert_device(&apply(Nx, op, [&1, [axes: [0]]]), [t], rtol: 1.0e-6)
+        u = random({5, 33, 64}, :f32, 3.0, 32) |> Nx.as_type(type)
+        assert_device(&apply(Nx, op, [&1, [axes: [1]]]), [u], rtol: 1.0e-6)
+        assert_device(&apply(Nx, op, [&1, [axes: [0], keep_axes: true]]), [u], rtol: 1.0e-6)
+      end
+    end
+
     test "NaN propagates through max and min" do
       t = dev([[1.0, :nan, 3.0], [1.0, 2.0, 3.0]])
       assert_device(&Nx.reduce_max(&1, axes: [1]), [t])

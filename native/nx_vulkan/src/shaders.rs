@@ -76,6 +76,19 @@ kernels! {
     reduce_u16 => "shaders/reduce.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
     reduce_u32 => "shaders/reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
     reduce_u64 => "shaders/reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
+    reduce_columns_f32 => "shaders/reduce_columns.comp", "T" = "float", "W" = "float", "ACC" = "float";
+    reduce_columns_f32p => "shaders/reduce_columns.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_columns_f64 => "shaders/reduce_columns.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
+    reduce_columns_f16 => "shaders/reduce_columns.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
+    reduce_columns_f16p => "shaders/reduce_columns.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
+    reduce_columns_s8 => "shaders/reduce_columns.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
+    reduce_columns_s16 => "shaders/reduce_columns.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
+    reduce_columns_s32 => "shaders/reduce_columns.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
+    reduce_columns_s64 => "shaders/reduce_columns.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
+    reduce_columns_u8 => "shaders/reduce_columns.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
+    reduce_columns_u16 => "shaders/reduce_columns.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
+    reduce_columns_u32 => "shaders/reduce_columns.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
+    reduce_columns_u64 => "shaders/reduce_columns.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
 
     reduce_serial_f32 => "shaders/reduce_serial.comp", "T" = "float", "W" = "float", "ACC" = "float";
     reduce_serial_f32p => "shaders/reduce_serial.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
@@ -266,6 +279,7 @@ pub enum Family {
     Binary,
     Compare,
     Reduce,
+    ReduceColumns,
     ReduceSerial,
     Gemm,
     GemmRows,
@@ -327,6 +341,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Reduce, Dtype::U16) => Some(reduce_u16),
         (Family::Reduce, Dtype::U32) => Some(reduce_u32),
         (Family::Reduce, Dtype::U64) => Some(reduce_u64),
+        (Family::ReduceColumns, Dtype::F32) => Some(if precise { reduce_columns_f32p } else { reduce_columns_f32 }),
+        (Family::ReduceColumns, Dtype::F64) => Some(reduce_columns_f64),
+        (Family::ReduceColumns, Dtype::F16) => Some(if precise { reduce_columns_f16p } else { reduce_columns_f16 }),
+        (Family::ReduceColumns, Dtype::S8) => Some(reduce_columns_s8),
+        (Family::ReduceColumns, Dtype::S16) => Some(reduce_columns_s16),
+        (Family::ReduceColumns, Dtype::S32) => Some(reduce_columns_s32),
+        (Family::ReduceColumns, Dtype::S64) => Some(reduce_columns_s64),
+        (Family::ReduceColumns, Dtype::U8) => Some(reduce_columns_u8),
+        (Family::ReduceColumns, Dtype::U16) => Some(reduce_columns_u16),
+        (Family::ReduceColumns, Dtype::U32) => Some(reduce_columns_u32),
+        (Family::ReduceColumns, Dtype::U64) => Some(reduce_columns_u64),
         (Family::Gemm, Dtype::F32) => Some(if precise { gemm_f32p } else { gemm_f32 }),
         (Family::Gemm, Dtype::F64) => Some(gemm_f64),
         (Family::Gemm, Dtype::F16) => Some(if precise { gemm_f16p } else { gemm_f16 }),

@@ -168,6 +168,21 @@ fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes:
     } else {
         layout.n_red <= SERIAL_REDUCTION_MAX
     };
+    // Column reductions (neighbouring outputs side by side, one reduced dim striding over them)
+    // on GPUs: 32 outputs per workgroup, so each warp reads adjacent elements (reduce_columns.comp).
+    let columns = !cpu_device()
+        && !serial
+        && layout.red_dims.len() == 1
+        && layout.red_strides[0] != 1
+        && layout.kept_strides.last() == Some(&1)
+        && layout.n_out >= 32;
+    if columns {
+        let kernel = shaders::numeric(Family::ReduceColumns, dtype, precise_f32())
+            .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+        let out = alloc(layout.n_out * dtype.bytes())?;
+        dispatch(kernel, code, &[&x, &out], layout.push()?, grid(layout.n_out.div_ceil(32)))?;
+        return Ok(out);
+    }
     let splittable = layout.red_dims.len() == 1 && layout.kept_dims.len() < MAX_RANK;
     if !serial && splittable && layout.n_red >= SPLIT_MIN && layout.n_out <= SPLIT_MAX_OUTPUTS {
         return split_reduce(code, name, dtype, &x, &layout);
