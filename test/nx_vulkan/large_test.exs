@@ -251,6 +251,31 @@ defmodule Nx.Vulkan.LargeTest do
     )
   end
 
+  # fft computes in c128 (16 bytes an element), so on lavapipe its inputs stay below one row of
+  # workgroups; it shares element_index with every kernel above.
+  test "window_scatter_max past one row of workgroups" do
+    rows = div(@above, 2) + 1
+    n = rows * 2
+    pos = positions(n)
+    x = Nx.iota({n}, type: :f32) |> Nx.remainder(7)
+    source = Nx.iota({rows}, type: :f32) |> Nx.remainder(5) |> Nx.add(1)
+    prime_pool(n * 4)
+    w = Nx.window_scatter_max(x, source, 0.0, {2}, strides: [2])
+    hx = host(x)
+    hs = host(source)
+
+    want =
+      Enum.map(pos, fn p ->
+        row = div(p, 2)
+        a = Nx.to_number(hx[2 * row])
+        b = Nx.to_number(hx[2 * row + 1])
+        chosen = if b > a, do: 2 * row + 1, else: 2 * row
+        if p == chosen, do: Nx.to_number(hs[row]), else: 0.0
+      end)
+
+    Nx.Testing.assert_equal(at(w, pos), Nx.tensor(want, backend: Nx.BinaryBackend))
+  end
+
   test "dot with more than 2^24 outputs" do
     k = 3
     m = 4097
@@ -283,7 +308,10 @@ defmodule Nx.Vulkan.LargeTest do
     # Each full cycle of 0..255 sums to 32640.
     cycles = div(n, 256)
     tail = rem(n, 256)
-    assert Nx.to_number(Nx.sum(x)) == Integer.mod(cycles * 32_640 + div(tail * (tail - 1), 2), 2 ** 32)
+
+    assert Nx.to_number(Nx.sum(x)) ==
+             Integer.mod(cycles * 32_640 + div(tail * (tail - 1), 2), 2 ** 32)
+
     rows = Nx.reshape(x, {2, div(n, 2)})
     sums = Nx.sum(rows, axes: [1])
     half = div(n, 2)
