@@ -78,6 +78,18 @@ defmodule Nx.Vulkan.ReduceDotTest do
       end
     end
 
+    test "large M and N (register-blocked GEMM on GPUs), ragged edges, transposed and batched" do
+      for type <- [:f32, :f64, :s32] do
+        a = random({130, 70}, :f32, 2.0, 51) |> Nx.as_type(type)
+        b = random({70, 197}, :f32, 2.0, 52) |> Nx.as_type(type)
+        assert_device(&Nx.dot/2, [a, b], rtol: 1.0e-6)
+        assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], rtol: 1.0e-6)
+        c = random({3, 129, 33}, :f32, 2.0, 53) |> Nx.as_type(type)
+        d = random({3, 33, 140}, :f32, 2.0, 54) |> Nx.as_type(type)
+        assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], rtol: 1.0e-6)
+      end
+    end
+
     test "batched and multi-axis contractions" do
       a = random({2, 3, 4, 5}, :f32, 1.0, 5)
       b = random({2, 5, 4, 6}, :f32, 1.0, 6)

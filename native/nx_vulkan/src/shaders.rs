@@ -117,6 +117,19 @@ kernels! {
     gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
     gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+    gemm_tiled_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float";
+    gemm_tiled_f32p => "shaders/gemm_tiled.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    gemm_tiled_f64 => "shaders/gemm_tiled.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
+    gemm_tiled_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float";
+    gemm_tiled_f16p => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
+    gemm_tiled_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
+    gemm_tiled_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
+    gemm_tiled_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
+    gemm_tiled_s64 => "shaders/gemm_tiled.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
+    gemm_tiled_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
+    gemm_tiled_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
+    gemm_tiled_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
+    gemm_tiled_u64 => "shaders/gemm_tiled.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
     gemm_rows_f32 => "shaders/gemm_rows.comp", "T" = "float", "W" = "float";
     gemm_rows_f32p => "shaders/gemm_rows.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
@@ -282,6 +295,7 @@ pub enum Family {
     ReduceColumns,
     ReduceSerial,
     Gemm,
+    GemmTiled,
     GemmRows,
     ArgReduce,
     Classify,
@@ -363,6 +377,17 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Gemm, Dtype::U16) => Some(gemm_u16),
         (Family::Gemm, Dtype::U32) => Some(gemm_u32),
         (Family::Gemm, Dtype::U64) => Some(gemm_u64),
+        (Family::GemmTiled, Dtype::F32) => Some(if precise { gemm_tiled_f32p } else { gemm_tiled_f32 }),
+        (Family::GemmTiled, Dtype::F64) => Some(gemm_tiled_f64),
+        (Family::GemmTiled, Dtype::F16) => Some(if precise { gemm_tiled_f16p } else { gemm_tiled_f16 }),
+        (Family::GemmTiled, Dtype::S8) => Some(gemm_tiled_s8),
+        (Family::GemmTiled, Dtype::S16) => Some(gemm_tiled_s16),
+        (Family::GemmTiled, Dtype::S32) => Some(gemm_tiled_s32),
+        (Family::GemmTiled, Dtype::S64) => Some(gemm_tiled_s64),
+        (Family::GemmTiled, Dtype::U8) => Some(gemm_tiled_u8),
+        (Family::GemmTiled, Dtype::U16) => Some(gemm_tiled_u16),
+        (Family::GemmTiled, Dtype::U32) => Some(gemm_tiled_u32),
+        (Family::GemmTiled, Dtype::U64) => Some(gemm_tiled_u64),
         (Family::ReduceSerial, Dtype::F32) => Some(if precise { reduce_serial_f32p } else { reduce_serial_f32 }),
         (Family::ReduceSerial, Dtype::F64) => Some(reduce_serial_f64),
         (Family::ReduceSerial, Dtype::F16) => Some(if precise { reduce_serial_f16p } else { reduce_serial_f16 }),

@@ -101,9 +101,19 @@ fn dot(
         dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
         return Ok(out);
     }
+    // Large M and N on GPUs: 64x64 blocks, 4x4 outputs per thread (gemm_tiled.comp, the same
+    // sums in the same order); skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles.
+    let tiled = !cpu_device() && m >= TILED_MIN && n >= TILED_MIN;
+    let (kernel, tile) = if tiled {
+        let kernel = shaders::numeric(Family::GemmTiled, dtype, precise_f32())
+            .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
+        (kernel, 64)
+    } else {
+        (kernel, 16)
+    };
     let groups = [
-        u32::try_from(n.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,
-        u32::try_from(m.div_ceil(16)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(batch).map_err(|_| unsupported!("dot too large"))?,
     ];
     let max = ctx()?.info.max_workgroup_count;
@@ -113,6 +123,9 @@ fn dot(
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
 }
+
+/// M and N from which GPUs take the register-blocked GEMM.
+const TILED_MIN: u64 = 128;
 
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
 /// for each batch, `a` read as M with (row, col) strides `a_strides`, the right-hand sides from
