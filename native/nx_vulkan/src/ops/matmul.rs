@@ -101,9 +101,13 @@ fn dot(
         dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
         return Ok(out);
     }
-    // Large M and N on GPUs: 64x64 blocks, 4x4 outputs per thread (gemm_tiled.comp, the same
-    // sums in the same order); skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles.
-    let tiled = !cpu_device() && m >= TILED_MIN && n >= TILED_MIN;
+    // Large M and N on GPUs with a 32-bit accumulator: 64x64 blocks, 4x4 outputs per thread
+    // (gemm_tiled.comp, the same sums in the same order); skinny shapes (the MNIST step's 32-row
+    // GEMMs) keep 16x16 tiles. With f64 accumulators (f64, precise f32/f16, 64-bit integers) the
+    // blocked kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at
+    // 1024^3), so they keep it too; f32 with NXV_PRECISE=0 went from 401 to 142 us.
+    let wide_accumulator = dtype.bytes() == 8 || (precise_f32() && matches!(dtype, Dtype::F32 | Dtype::F16));
+    let tiled = !cpu_device() && !wide_accumulator && m >= TILED_MIN && n >= TILED_MIN;
     let (kernel, tile) = if tiled {
         let kernel = shaders::numeric(Family::GemmTiled, dtype, precise_f32())
             .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
