@@ -20,6 +20,9 @@ defmodule Nx.Vulkan do
       class, see `Nx.Vulkan.Device.configure!/0`).
     * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
       (default `0`).
+    * `NXV_ELEMENTS_PER_INVOCATION` - `1`, `2`, `4`, `8` or `16`: elements each invocation of the
+      element-wise kernels visits (default 4 on GPUs, 1 on CPU devices); read at application
+      start, anything else stops the start.
   """
   alias Nx.Vulkan.Native
 

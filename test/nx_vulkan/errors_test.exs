@@ -159,6 +159,8 @@ defmodule Nx.Vulkan.NoDeviceTest do
     for {name, value, message} <- [
           {"NXV_HOST_FALLBACK", "bogus",
            ~s|NXV_HOST_FALLBACK must be one of allow, warn, raise; got: "bogus"|},
+          {"NXV_ELEMENTS_PER_INVOCATION", "3",
+           ~s|NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: "3"|},
           {"NXV_BATCH_MAX", "#{2 ** 64}",
            ~s|NXV_BATCH_MAX must be an integer from 0 to 2 ** 63 - 1 (0 = submit every op on its own), got: "#{2 ** 64}"|}
         ] do
