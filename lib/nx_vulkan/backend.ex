@@ -807,8 +807,7 @@ defmodule Nx.Vulkan.Backend do
   # an order fixed by the shape and the device's binding limit.
   defp blocked_reduce(op, %T{shape: out_shape, type: type} = out, %T{shape: shape} = t, axes, ct) do
     {_, bits} = ct
-    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
-    len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+    len = reduced_length(shape, axes)
     rows = div(Nx.size(shape), len)
     fit = max(div(binding_limit(), div(bits, 8)), 1)
     row_block = min(rows, fit)
@@ -816,7 +815,7 @@ defmodule Nx.Vulkan.Backend do
     combine = if op == :sum, do: &Nx.add/2, else: &Nx.multiply/2
 
     Nx.with_default_backend(__MODULE__, fn ->
-      matrix = t |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes) |> Nx.reshape({rows, len})
+      matrix = kept_by_reduced(t, axes)
 
       row_results =
         for row <- 0..(rows - 1)//row_block do
@@ -1289,18 +1288,30 @@ defmodule Nx.Vulkan.Backend do
   # Over an empty axis: 1.
   defp complex_product(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, opts) do
     axes = opts[:axes] || Nx.axes(shape)
-    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
-    len = axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+    len = reduced_length(shape, axes)
 
     if len == 0 do
       constant(out, 1, [])
     else
       Nx.with_default_backend(__MODULE__, fn ->
-        x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: kept ++ axes)
-        result = x |> Nx.reshape({div(Nx.size(shape), len), len}) |> fold_product(len)
+        result = t |> cast({:c, 128}) |> kept_by_reduced(axes) |> fold_product(len)
         %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
       end)
     end
+  end
+
+  defp reduced_length(shape, axes), do: axes |> Enum.map(&elem(shape, &1)) |> Enum.product()
+
+  # `t` as a [kept, reduced] matrix: one row per output of a reduction over `axes` (called with
+  # this backend as the default).
+  defp kept_by_reduced(%T{shape: shape} = t, axes) do
+    kept = Enum.reject(Nx.axes(shape), &(&1 in axes))
+    len = reduced_length(shape, axes)
+
+    t
+    |> Nx.rename(nil)
+    |> Nx.transpose(axes: kept ++ axes)
+    |> Nx.reshape({div(Nx.size(shape), len), len})
   end
 
   # The BinaryBackend folds from the identity: 1 * z1 first, which turns an infinite part of z1

@@ -76,9 +76,15 @@ defmodule Nx.Vulkan.Device do
   # devices, where lavapipe runs the loop slower than the invocations it saves.
   defp per_invocation!(default) do
     case System.get_env("NXV_ELEMENTS_PER_INVOCATION") do
-      value when value in [nil, ""] -> default
-      value when value in ~w(1 2 4 8 16) -> String.to_integer(value)
-      other -> raise ArgumentError, "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
+      value when value in [nil, ""] ->
+        default
+
+      value when value in ~w(1 2 4 8 16) ->
+        String.to_integer(value)
+
+      other ->
+        raise ArgumentError,
+              "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
     end
   end
 

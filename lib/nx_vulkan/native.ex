@@ -39,8 +39,10 @@ defmodule Nx.Vulkan.Native do
   def flush, do: nif_error()
   def flush_for_fallback, do: nif_error()
   def set_batch_max(_n), do: nif_error()
+
   def configure(_precise_f32, _fence_spin_us, _cpu_device, _early_submit, _per_invocation),
     do: nif_error()
+
   def stats, do: nif_error()
   def set_gpu_timing(_on), do: nif_error()
 

@@ -22,6 +22,7 @@ pub const MAX_COPY_RANK: usize = 8;
 pub const WORKGROUP: u64 = 256;
 
 /// Push constants being filled slot by slot.
+#[derive(Clone)]
 pub struct Push {
     pub words: [u32; PUSH_WORDS],
 }

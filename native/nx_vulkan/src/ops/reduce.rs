@@ -326,14 +326,14 @@ fn bitonic_sort(
     let pairs = alloc(rows * padded * 16)?;
     let flags = (desc as u32) << 2 | (indices as u32) << 3 | ((index_bytes == 8) as u32) << 4;
     push.set(16, padded)?;
-    dispatch(kernel, flags, &[x, &pairs], Push { words: push.words }, elementwise_groups(rows * padded))?;
+    dispatch(kernel, flags, &[x, &pairs], push.clone(), elementwise_groups(rows * padded))?;
     let mut block = 2;
     while block <= padded {
         let mut distance = block / 2;
         while distance >= 1 {
             push.set(17, distance)?;
             push.set(18, block)?;
-            dispatch(kernel, 1 | flags, &[&pairs], Push { words: push.words }, elementwise_groups(rows * padded / 2))?;
+            dispatch(kernel, 1 | flags, &[&pairs], push.clone(), elementwise_groups(rows * padded / 2))?;
             distance /= 2;
         }
         block *= 2;
