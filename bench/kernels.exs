@@ -46,7 +46,7 @@ time = fn name, reps, work, setup, fun ->
 end
 
 IO.puts(
-  "# device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, commit #{System.get_env("NXV_COMMIT", "unknown")}, precise_f32 #{Nx.Vulkan.stats()[:precise_f32]}"
+  "# device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, commit #{System.get_env("NXV_COMMIT", "unknown")}, precise_f32 #{Nx.Vulkan.stats()[:precise_f32]}, precise_dot #{Nx.Vulkan.stats()[:precise_dot]}"
 )
 
 m64 = 64 * 1024 * 1024
@@ -54,6 +54,7 @@ gemm = fn m, k, n -> 2 * m * k * n end
 
 for {name, m, k, n, type} <- [
       {"gemm f32 1024^3", 1024, 1024, 1024, :f32},
+      {"gemm f32 2048^3", 2048, 2048, 2048, :f32},
       {"gemm f32 4096^3", 4096, 4096, 4096, :f32},
       {"gemm f16 4096^3", 4096, 4096, 4096, :f16},
       {"gemm bf16 4096^3", 4096, 4096, 4096, :bf16},

@@ -36,6 +36,7 @@ def timed(name, reps, work, args, fun):
 print(f"# device {torch.cuda.get_device_name()}, torch {torch.__version__}")
 for name, m, k, n, dt in [
     ("gemm f32 1024^3", 1024, 1024, 1024, torch.float32),
+    ("gemm f32 2048^3", 2048, 2048, 2048, torch.float32),
     ("gemm f32 4096^3", 4096, 4096, 4096, torch.float32),
     ("gemm f16 4096^3", 4096, 4096, 4096, torch.float16),
     ("gemm bf16 4096^3", 4096, 4096, 4096, torch.bfloat16),
