@@ -41,7 +41,7 @@ const fn defines_t4(defines: &[&str]) -> bool {
 
 kernels! {
     unary_f32 => "shaders/unary.comp", "T" = "float", "W" = "float", "T4" = "vec4";
-    unary_f32p => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
+    unary_f32p => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
     unary_f64 => "shaders/unary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
     unary_f16 => "shaders/unary.comp", "T" = "float16_t", "W" = "float";
     unary_f16p => "shaders/unary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";

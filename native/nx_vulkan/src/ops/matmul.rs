@@ -119,7 +119,7 @@ fn dot(
     Ok(out)
 }
 
-/// The GEMM kernel for a GPU and its output tile. Large M and N with a 32-bit accumulator take
+/// The GEMM kernel for a GPU and its output tile. Large outputs with a 32-bit accumulator take
 /// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
 /// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
 /// 64x64 (4x4 per thread). Skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles, and so
@@ -127,7 +127,8 @@ fn dot(
 /// 64x64 kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at 1024^3).
 fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64) -> (Family, u64) {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
-    if wide_accumulator || m < TILED_MIN || n < TILED_MIN {
+    let blocks64 = batch * m.div_ceil(64) * n.div_ceil(64);
+    if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
         (Family::Gemm, 16)
     } else if gemm_block() != 0 {
         if gemm_block() == 128 { (Family::GemmTiled8, 128) } else { (Family::GemmTiled, 64) }
@@ -138,11 +139,15 @@ fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64) -> (Family, u64) {
     }
 }
 
-/// M and N from which GPUs take the register-blocked GEMM.
-const TILED_MIN: u64 = 128;
+/// 64x64 blocks from which GPUs take the register-blocked GEMM: below that (a 512x512 output)
+/// the 16x16 kernel's 16 times more workgroups fill the GPU better. M and N must be at least 64:
+/// conv's im2col GEMM (100352 x 576 x 64 for a 64->64 3x3 conv at batch 32) qualifies.
+const TILED_MIN_BLOCKS: u64 = 64;
 
 /// 128x128 blocks from which GPUs take them over 64x64 ones: about two per multiprocessor of a
-/// large GPU (the H200 has 132), so that the bigger blocks still fill it.
+/// large GPU (the H200 has 132), so that the bigger blocks still fill it. H200 (c5fa0e8), us per
+/// GEMM with 64 / 128 blocks: 1024^3 129 / 177 (64 blocks of 128), 2048^3 809 / 593 (256),
+/// 4096^3 6081 / 4324, batched 64x256^3 148 / 114 (256).
 const TILED8_MIN_BLOCKS: u64 = 256;
 
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
