@@ -1585,7 +1585,27 @@ defmodule Nx.Vulkan.Backend do
   defp result({:error, {:unsupported, reason}}, _out, op, args), do: Fallback.run(op, reason, args)
   defp result(error, _out, _op, _args), do: Native.unwrap!(error)
 
-  defp wrap(ref, %T{} = out), do: %{out | data: %__MODULE__{ref: ref}}
+  defp wrap(ref, %T{} = out) do
+    collect_on_pressure(out)
+    %{out | data: %__MODULE__{ref: ref}}
+  end
+
+  # The BEAM does not see device memory: a tensor is a small term, so a loop that makes and drops
+  # device tensors can run for long without a garbage collection, and the buffers of its dead
+  # tensors stay out of the pool (each new result is then a fresh device allocation). So each
+  # process counts the bytes of the results it makes and collects itself once they pass a
+  # threshold (a quarter of the pool's cap by default, NXV_COLLECT_BYTES; see Nx.Vulkan.Device):
+  # its dead tensors' buffers then return to the pool, and the next cycle of the loop reuses them.
+  defp collect_on_pressure(%T{shape: shape, type: {_, bits}}) do
+    bytes = Process.get(:nx_vulkan_result_bytes, 0) + div(Nx.size(shape) * bits, 8)
+
+    if bytes >= Nx.Vulkan.Device.collect_bytes() do
+      :erlang.garbage_collect()
+      Process.put(:nx_vulkan_result_bytes, 0)
+    else
+      Process.put(:nx_vulkan_result_bytes, bytes)
+    end
+  end
 
   # The device buffer of a tensor; tensors of other backends are uploaded first.
   defp ref!(%T{data: %__MODULE__{ref: ref}}), do: ref

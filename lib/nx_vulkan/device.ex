@@ -75,6 +75,10 @@ defmodule Nx.Vulkan.Device do
     per_invocation = per_invocation!(if class == :software, do: 1, else: 4)
 
     gemm_block = gemm_block!()
+    # Results a process makes between its own collections (see Backend.collect_on_pressure):
+    # a quarter of what the pool keeps, so the buffers a collection frees fit back into it.
+    collect = bytes!("NXV_COLLECT_BYTES", div(Native.stats().pool_max_bytes, 4))
+    :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
     Native.configure(precise, precise_dot, spin_us, class == :software, early, per_invocation, gemm_block)
     |> Native.unwrap!()
@@ -94,6 +98,28 @@ defmodule Nx.Vulkan.Device do
       other ->
         raise ArgumentError,
               "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
+    end
+  end
+
+  @doc false
+  # Bytes of results after which a process collects its garbage (0: never).
+  def collect_bytes do
+    case :persistent_term.get({__MODULE__, :collect_bytes}, 0) do
+      0 -> :infinity
+      n -> n
+    end
+  end
+
+  defp bytes!(name, default) do
+    case System.get_env(name) do
+      value when value in [nil, ""] ->
+        default
+
+      value ->
+        case Integer.parse(value) do
+          {n, ""} when n >= 0 -> n
+          _ -> raise ArgumentError, "#{name} must be a number of bytes (0: off), got: #{inspect(value)}"
+        end
     end
   end
 

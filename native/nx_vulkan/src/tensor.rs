@@ -101,7 +101,7 @@ enum Kind {
 /// 1 GiB and 16 GiB (1 GiB on lavapipe's 2 GiB heap; 16 GiB on the H200's 141 GB). With a fixed
 /// 1 GiB, a few large intermediates filled it and every later 256 MB result was a fresh
 /// allocation.
-fn pool_max_bytes() -> u64 {
+pub fn pool_max_bytes() -> u64 {
     static CAP: Lazy<u64> = Lazy::new(|| {
         let heap = ctx()
             .map(|c| c.info.heaps.iter().filter(|h| h.1).map(|h| h.0).max().unwrap_or(0))
