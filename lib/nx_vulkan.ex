@@ -44,6 +44,34 @@ defmodule Nx.Vulkan do
     %{live: s.live_bytes, peak: s.peak_bytes, pooled: s.pooled_bytes}
   end
 
+  @check_mode_key {__MODULE__, :check_mode}
+
+  @doc """
+  Sets when this process's ops raise for bad integer operands (quotient/remainder by zero,
+  pow with a negative exponent, shifts by negative amounts) and singular triangular matrices,
+  where the operand is a tensor (a constant one is checked at once either way). Returns the
+  previous mode.
+
+    * `:deferred` (default) - the condition is computed on the device and the exception is
+      raised at the next host read (`Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a host
+      fallback...) of the result or of any tensor computed from it; the op itself never waits
+      for the device.
+    * `:immediate` - the op reads the condition at once and raises there, as
+      `Nx.BinaryBackend` does, at the cost of one host sync per such op (counted in `stats/0`'s
+      `host_syncs` as `:value_read_by_op`).
+  """
+  @spec put_check_mode(:deferred | :immediate) :: :deferred | :immediate
+  def put_check_mode(mode) when mode in [:deferred, :immediate],
+    do: Process.put(@check_mode_key, mode) || :deferred
+
+  def put_check_mode(mode),
+    do:
+      raise(ArgumentError, "put_check_mode/1 takes :deferred or :immediate, got: #{inspect(mode)}")
+
+  @doc "This process's check mode (see `put_check_mode/1`)."
+  @spec check_mode() :: :deferred | :immediate
+  def check_mode, do: Process.get(@check_mode_key, :deferred)
+
   @doc "Submits all pending device work and waits for it."
   @spec flush() :: :ok
   def flush, do: Native.flush() |> Native.unwrap!()
