@@ -18,7 +18,16 @@ defmodule Nx.Vulkan.Backend do
     * Float math follows IEEE 754 and C where the BinaryBackend raises or is off (x / 0.0,
       sqrt of negatives, exp overflow, pow with infinite exponents...: the README lists them).
       Integer `quotient`/`remainder` by zero, integer `pow` with a negative exponent and shifts
-      by negative amounts raise, as in the BinaryBackend.
+      by negative amounts raise the BinaryBackend's exceptions, and so does `triangular_solve`
+      of a singular matrix, but where the operand is a tensor they raise at the next host read
+      (`to_binary`, `to_number`, `inspect`, a fallback) of the result or of anything computed
+      from it, not at the call: the condition is computed on the device and read with the data
+      (a deferred check). Every read of such a tensor raises; of several failed checks, the
+      earliest op's. A constant operand raises at the call; so does every such op after
+      `Nx.Vulkan.put_check_mode(:immediate)` (one host sync each).
+    * No op reads a tensor on the host: `slice`/`put_slice` with tensor start indices clamp
+      them on the device. `Nx.Vulkan.stats/0`'s `host_syncs` counts the waits that remain, by
+      reason.
     * `gather` clamps out-of-range indices and `indexed_add`/`indexed_put` skip out-of-range
       index tuples; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
