@@ -46,7 +46,7 @@ time = fn name, reps, work, setup, fun ->
 end
 
 IO.puts(
-  "# device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, commit #{System.get_env("NXV_COMMIT", "unknown")}, precise_f32 #{Nx.Vulkan.stats()[:precise_f32]}"
+  "# device #{Nx.Vulkan.Device.info().name}, class #{Nx.Vulkan.Device.class()}, commit #{System.get_env("NXV_COMMIT", "unknown")}, precise_f32 #{Nx.Vulkan.stats()[:precise_f32]}, precise_dot #{Nx.Vulkan.stats()[:precise_dot]}"
 )
 
 m64 = 64 * 1024 * 1024
@@ -54,6 +54,7 @@ gemm = fn m, k, n -> 2 * m * k * n end
 
 for {name, m, k, n, type} <- [
       {"gemm f32 1024^3", 1024, 1024, 1024, :f32},
+      {"gemm f32 2048^3", 2048, 2048, 2048, :f32},
       {"gemm f32 4096^3", 4096, 4096, 4096, :f32},
       {"gemm f16 4096^3", 4096, 4096, 4096, :f16},
       {"gemm bf16 4096^3", 4096, 4096, 4096, :bf16},
@@ -83,6 +84,24 @@ time.(
   fn -> {rand.({32, 128}, :f32), rand.({784, 128}, :f32)} end,
   fn {a, b} -> Nx.dot(a, [1], b, [1]) end
 )
+
+# The GEMMs of the kernel-bound MNIST step (batch 512, 784-2048-10): forward, then the
+# backward pass's transposed forms ({name, a shape, a contracted axis, b shape, b axis}).
+for {name, sa, ca, sb, cb, flops} <- [
+      {"gemm f32 512x784x2048 (MNIST large)", {512, 784}, 1, {784, 2048}, 0, gemm.(512, 784, 2048)},
+      {"gemm f32 512x2048x10 (MNIST large)", {512, 2048}, 1, {2048, 10}, 0, gemm.(512, 2048, 10)},
+      {"gemm f32 x^T g (784x512x2048)", {512, 784}, 0, {512, 2048}, 0, gemm.(784, 512, 2048)},
+      {"gemm f32 h^T g (2048x512x10)", {512, 2048}, 0, {512, 10}, 0, gemm.(2048, 512, 10)},
+      {"gemm f32 g w^T (512x10x2048)", {512, 10}, 1, {2048, 10}, 1, gemm.(512, 10, 2048)}
+    ] do
+  time.(
+    name,
+    20,
+    "flops=#{flops}",
+    fn -> {rand.(sa, :f32), rand.(sb, :f32)} end,
+    fn {a, b} -> Nx.dot(a, [ca], b, [cb]) end
+  )
+end
 
 time.(
   "gemm f32 batched 64x256^3",

@@ -36,6 +36,7 @@ def timed(name, reps, work, args, fun):
 print(f"# device {torch.cuda.get_device_name()}, torch {torch.__version__}")
 for name, m, k, n, dt in [
     ("gemm f32 1024^3", 1024, 1024, 1024, torch.float32),
+    ("gemm f32 2048^3", 2048, 2048, 2048, torch.float32),
     ("gemm f32 4096^3", 4096, 4096, 4096, torch.float32),
     ("gemm f16 4096^3", 4096, 4096, 4096, torch.float16),
     ("gemm bf16 4096^3", 4096, 4096, 4096, torch.bfloat16),
@@ -45,6 +46,12 @@ for name, m, k, n, dt in [
 
 timed("gemm f32 x^T g (784x32x128)", 20, f"flops={2 * 784 * 32 * 128}", (rand(32, 784), rand(32, 128)), lambda a, b: a.t() @ b)
 timed("gemm f32 g w^T (32x128x784)", 20, f"flops={2 * 32 * 128 * 784}", (rand(32, 128), rand(784, 128)), lambda a, b: a @ b.t())
+# The GEMMs of the kernel-bound MNIST step (batch 512, 784-2048-10), as in bench/kernels.exs.
+timed("gemm f32 512x784x2048 (MNIST large)", 20, f"flops={2 * 512 * 784 * 2048}", (rand(512, 784), rand(784, 2048)), torch.matmul)
+timed("gemm f32 512x2048x10 (MNIST large)", 20, f"flops={2 * 512 * 2048 * 10}", (rand(512, 2048), rand(2048, 10)), torch.matmul)
+timed("gemm f32 x^T g (784x512x2048)", 20, f"flops={2 * 784 * 512 * 2048}", (rand(512, 784), rand(512, 2048)), lambda a, b: a.t() @ b)
+timed("gemm f32 h^T g (2048x512x10)", 20, f"flops={2 * 2048 * 512 * 10}", (rand(512, 2048), rand(512, 10)), lambda a, b: a.t() @ b)
+timed("gemm f32 g w^T (512x10x2048)", 20, f"flops={2 * 512 * 10 * 2048}", (rand(512, 10), rand(2048, 10)), lambda a, b: a @ b.t())
 timed("gemm f32 batched 64x256^3", 10, f"flops={64 * 2 * 256 ** 3}", (rand(64, 256, 256), rand(64, 256, 256)), torch.bmm)
 timed("add f32 64M", 10, f"bytes={12 * M64}", (rand(M64), rand(M64)), torch.add)
 timed("exp f32 64M", 10, f"bytes={8 * M64}", (rand(M64),), torch.exp)

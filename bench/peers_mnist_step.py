@@ -1,23 +1,30 @@
 """The MNIST MLP training step of examples/mnist_mlp_step_bench.exs in PyTorch (eager, CUDA and
 CPU) and JAX (jit), timed the same way: best and median of 5 blocks of 20 steps, the loss read
-back to the host every step. Same model: batch 32, 784-128-10, relu, log-softmax cross-entropy
-against one-hot labels, mean; value and gradients w.r.t. the four parameters.
+back to the host every step. Same model: batch 32, 784-128-10 (or --batch/--hidden, e.g. the
+kernel-bound variant --batch 512 --hidden 2048), relu, log-softmax cross-entropy against one-hot
+labels, mean; value and gradients w.r.t. the four parameters.
 
-    python3 bench/peers_mnist_step.py
+    python3 bench/peers_mnist_step.py [--batch B] [--hidden H]
 """
+import argparse
 import statistics
 import time
 
 import numpy as np
 
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch", type=int, default=32)
+parser.add_argument("--hidden", type=int, default=128)
+args = parser.parse_args()
+B, H = args.batch, args.hidden
 BLOCKS, STEPS = 5, 20
 rng = np.random.default_rng(42)
-w1 = (rng.uniform(-1, 1, (784, 128)) * np.sqrt(6 / (784 + 128))).astype(np.float32)
-w2 = (rng.uniform(-1, 1, (128, 10)) * np.sqrt(6 / (128 + 10))).astype(np.float32)
-b1 = np.full((128,), 0.01, np.float32)
+w1 = (rng.uniform(-1, 1, (784, H)) * np.sqrt(6 / (784 + H))).astype(np.float32)
+w2 = (rng.uniform(-1, 1, (H, 10)) * np.sqrt(6 / (H + 10))).astype(np.float32)
+b1 = np.full((H,), 0.01, np.float32)
 b2 = np.zeros((10,), np.float32)
-x = rng.uniform(0, 1, (32, 1, 28, 28)).astype(np.float32)
-labels = np.eye(10, dtype=np.float32)[np.arange(32) % 10]
+x = rng.uniform(0, 1, (B, 1, 28, 28)).astype(np.float32)
+labels = np.eye(10, dtype=np.float32)[np.arange(B) % 10]
 
 
 def timed(step):
@@ -42,7 +49,7 @@ try:
             p1, q1, p2, q2 = params
             for p in params:
                 p.grad = None
-            h = torch.relu(xt.reshape(32, -1) @ p1 + q1)
+            h = torch.relu(xt.reshape(B, -1) @ p1 + q1)
             logits = h @ p2 + q2
             loss = -(lt * torch.log_softmax(logits, dim=1)).sum(dim=1).mean()
             loss.backward()
@@ -64,7 +71,7 @@ try:
 
     def loss_fn(params, xb, lb):
         p1, q1, p2, q2 = params
-        h = jax.nn.relu(xb.reshape(32, -1) @ p1 + q1)
+        h = jax.nn.relu(xb.reshape(B, -1) @ p1 + q1)
         logits = h @ p2 + q2
         return -jnp.mean(jnp.sum(lb * jax.nn.log_softmax(logits, axis=1), axis=1))
 
@@ -82,6 +89,6 @@ try:
 except ImportError as e:
     print("JAX not available:", e)
 
-print("\n| peer | best ms/step | median ms/step |\n|---|---|---|")
+print(f"\nMNIST MLP step, batch {B}, 784-{H}-10\n| peer | best ms/step | median ms/step |\n|---|---|---|")
 for name, best, median in rows:
     print(f"| {name} | {best:.3f} | {median:.3f} |")

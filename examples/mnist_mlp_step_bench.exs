@@ -1,6 +1,9 @@
 # MNIST MLP training step on Nx.Vulkan.Backend under Nx.Defn.Evaluator (the default compiler).
 #
-#   mix run examples/mnist_mlp_step_bench.exs [--binary] [--blocks N] [--steps N]
+#   mix run examples/mnist_mlp_step_bench.exs [--binary] [--blocks N] [--steps N] [--batch B --hidden H]
+#
+# The seed's configuration is batch 32, hidden 128 (dispatch-bound on a GPU); --batch 512
+# --hidden 2048 is the kernel-bound variant (bench/peers_mnist_step.py takes the same flags).
 #
 # Checks before timing: every input and gradient lives on Nx.Vulkan.Backend, the loss is finite,
 # and the step falls back to the host for nothing. Then times best and median of N blocks of M
@@ -16,7 +19,10 @@ Nx.global_default_backend(Nx.Vulkan.Backend)
 Code.require_file("mnist_mlp.exs", __DIR__)
 
 {opts, _, _} =
-  OptionParser.parse(System.argv(), strict: [binary: :boolean, blocks: :integer, steps: :integer])
+  OptionParser.parse(
+    System.argv(),
+    strict: [binary: :boolean, blocks: :integer, steps: :integer, batch: :integer, hidden: :integer]
+  )
 
 blocks = opts[:blocks] || 5
 steps = opts[:steps] || 20
@@ -61,7 +67,7 @@ defmodule Bench do
   def fmt(ms), do: :erlang.float_to_binary(ms, decimals: 3)
 end
 
-shape = {32, 784, 128, 10}
+shape = {opts[:batch] || 32, 784, opts[:hidden] || 128, 10}
 {params, x, labels} = MNISTMLP.inputs(shape, Nx.Vulkan.Backend)
 jit_step = Nx.Defn.jit(&MNISTMLP.step/3)
 compiled_step = Nx.Defn.compile(&MNISTMLP.step/3, [params, x, labels])
@@ -153,8 +159,8 @@ cap = Nx.Vulkan.batch_max()
 
 IO.puts("""
 
-MNIST MLP training step (batch 32, 784-128-10, value_and_grad, f32), Nx.Defn.Evaluator
-  device    #{info.name} (class #{Nx.Vulkan.Device.class()}, #{info.type}), precise_f32 #{Nx.Vulkan.stats().precise_f32}
+MNIST MLP training step (batch #{elem(shape, 0)}, 784-#{elem(shape, 2)}-10, value_and_grad, f32), Nx.Defn.Evaluator
+  device    #{info.name} (class #{Nx.Vulkan.Device.class()}, #{info.type}), precise_f32 #{Nx.Vulkan.stats().precise_f32}, precise_dot #{Nx.Vulkan.stats().precise_dot}
   commit    #{Bench.commit()}   date #{Date.utc_today()}   NXV_BATCH_MAX #{cap}
   loss      #{:erlang.float_to_binary(loss_value, [:short])}   fallbacks: none
   timing    best and median of #{blocks} blocks x #{steps} steps, loss read back every step
@@ -184,5 +190,5 @@ if binary do
 end
 
 IO.puts(
-  "RESULT cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}"
+  "RESULT batch=#{elem(shape, 0)} hidden=#{elem(shape, 2)} cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}"
 )

@@ -46,9 +46,11 @@ defmodule Nx.Vulkan.Device do
   end
 
   @doc """
-  Applies the policy that follows from the class: f32/f16 math in f64 (`precise_f32`) where f64
-  is fast (`:software`, `:discrete_large`) and supported, unless `NXV_PRECISE` (`0`/`1`) says
-  otherwise; fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
+  Applies the policy that follows from the class: f32/f16 math and sums in f64 (`precise_f32`)
+  where f64 is fast (`:software`, `:discrete_large`) and supported, unless `NXV_PRECISE` (`0`/`1`)
+  says otherwise; f32/f16 dot products (and conv) accumulated in f64 (`precise_dot`) only on
+  `:software` unless `NXV_PRECISE_DOT`, or else an explicit `NXV_PRECISE`, says otherwise (GPUs
+  accumulate in f32, as cuBLAS does: the f64 accumulator costs GEMM 4-5x there); fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
   polling takes a core from the driver's worker threads); `:software` devices take the kernel
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
   measure about 10x faster on lavapipe. `NXV_EARLY_SUBMIT=1` submits early: once 16 commands
@@ -61,13 +63,20 @@ defmodule Nx.Vulkan.Device do
     class = class()
 
     precise = flag!("NXV_PRECISE", info.float64 and class in [:software, :discrete_large])
+    # Dot products accumulate in f64 only on CPU devices unless asked: on GPUs the f64
+    # accumulator cannot take the register-blocked GEMM (H200, cd2e7c6: 1024^3 in 531 us against
+    # 145 us with f32 accumulation, the precision cuBLAS and PyTorch use).
+    dot_default = if System.get_env("NXV_PRECISE") in [nil, ""], do: info.float64 and class == :software, else: precise
+    precise_dot = flag!("NXV_PRECISE_DOT", dot_default)
 
     spin_us = if class == :software, do: 0, else: 200
     # Off by default: on the H200 it measured 0.52 vs 0.40 ms per MNIST step (b368ab7).
     early = flag!("NXV_EARLY_SUBMIT", false)
     per_invocation = per_invocation!(if class == :software, do: 1, else: 4)
 
-    Native.configure(precise, spin_us, class == :software, early, per_invocation)
+    gemm_block = gemm_block!()
+
+    Native.configure(precise, precise_dot, spin_us, class == :software, early, per_invocation, gemm_block)
     |> Native.unwrap!()
   end
 
@@ -85,6 +94,16 @@ defmodule Nx.Vulkan.Device do
       other ->
         raise ArgumentError,
               "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
+    end
+  end
+
+  # The register-blocked GEMM's block edge, forced (to measure crossovers on a new device);
+  # 0 lets the shape choose (see native/nx_vulkan/src/ops/matmul.rs).
+  defp gemm_block! do
+    case System.get_env("NXV_GEMM_BLOCK") do
+      value when value in [nil, ""] -> 0
+      value when value in ~w(64 128) -> String.to_integer(value)
+      other -> raise ArgumentError, "NXV_GEMM_BLOCK must be 64 or 128, got: #{inspect(other)}"
     end
   end
 

@@ -5,7 +5,8 @@
 // OUT_U8 for comparisons and logical ops, which write u8.
 // Bindings: 0 a (read), 1 b (read), 2 c (write, contiguous).
 // Push: pc[0] n, pc[1] rank, pc[2] a offset, pc[3] b offset, pc[4..10] dims, pc[10..16] a strides,
-//       pc[16..22] b strides. Specialization: constant 0 = op code (ops/elementwise.rs).
+//       pc[16..22] b strides, pc[22] 1 for the vector path (T4 kernels, rank 1, offsets 0,
+//       strides 0 or 1; the grid then covers ceil(n / 4) vectors). Specialization: constant 0 = op code (ops/elementwise.rs).
 #include "common.glsl"
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
@@ -13,12 +14,17 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
-layout(set = 0, binding = 0) readonly buffer A { T a[]; };
-layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+layout(set = 0, binding = 0) restrict readonly buffer A { T a[]; };
+layout(set = 0, binding = 1) restrict readonly buffer B { T b[]; };
 #ifdef OUT_U8
-layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C { uint8_t c[]; };
 #else
-layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C { T c[]; };
+#endif
+#ifdef T4
+layout(set = 0, binding = 0) restrict readonly buffer A4 { T4 a4[]; };
+layout(set = 0, binding = 1) restrict readonly buffer B4 { T4 b4[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C4 { T4 c4[]; };
 #endif
 
 #ifdef IS_INT
@@ -169,11 +175,34 @@ W apply(W x, W y) {
 }
 #endif
 
+#ifdef OUT_U8
+#define RESULT(x, y) uint8_t(apply(W(x), W(y)) ? 1 : 0)
+#elif defined(IS_INT)
+#define RESULT(x, y) T(apply(W(x), W(y)))
+#else
+#define RESULT(x, y) CANONICAL_NAN(T, apply(W(x), W(y)))
+#endif
+
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
   load_math_tables();
+#endif
+#if defined(T4) && !defined(OUT_U8)
+  if (pc[22] == 1u) {  // contiguous (or scalar-broadcast) operands, a vector of 4 at a time
+    bool a_vec = pc[10] == 1u, b_vec = pc[16] == 1u;
+    FOR_EACH_ELEMENT(j, (n + 3u) / 4u) {
+      if (4u * j + 4u <= n) {
+        T4 x = a_vec ? a4[j] : T4(a[0]), y = b_vec ? b4[j] : T4(b[0]), r;
+        for (int q = 0; q < 4; ++q) r[q] = RESULT(x[q], y[q]);
+        c4[j] = r;
+      } else {
+        for (uint i = 4u * j; i < n; ++i) c[i] = RESULT(a[a_vec ? i : 0u], b[b_vec ? i : 0u]);
+      }
+    }
+    return;
+  }
 #endif
   FOR_EACH_ELEMENT(i, n) {
     int ao = int(pc[2]), bo = int(pc[3]);
@@ -191,13 +220,6 @@ void main() {
         rest = q;
       }
     }
-#ifdef OUT_U8
-    c[i] = uint8_t(apply(W(a[ao]), W(b[bo])) ? 1 : 0);
-#elif defined(IS_INT)
-    c[i] = T(apply(W(a[ao]), W(b[bo])));
-#else
-    W r = apply(W(a[ao]), W(b[bo]));
-    c[i] = CANONICAL_NAN(T, r);
-#endif
+    c[i] = RESULT(a[ao], b[bo]);
   }
 }

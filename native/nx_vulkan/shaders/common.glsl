@@ -32,6 +32,11 @@ uint element_index() {
   for (uint i = element_index(), step_ = gl_NumWorkGroups.x * gl_NumWorkGroups.y * uint(WG), k_ = 0u; \
        k_ < PER && i < (n); ++k_, i = ((n) - i <= step_) ? (n) : i + step_)
 
+// Kernels of 4-byte element types defined with T4 (its 16-byte vector) run the contiguous case
+// a vec4 at a time: each invocation then loads and stores whole 16-byte vectors, the widest
+// access GPUs coalesce. The host dispatches ceil(n / 4) "elements" for them
+// (Dtype::vector_width in dtype.rs says which kernels have it); the last, partial vector goes
+// element by element.
 // Element offset of linear (row-major) index `i` over `rank` dims stored at pc[dims_at..],
 // with strides at pc[strides_at..] and base offset `base`.
 uint strided(uint i, uint rank, uint dims_at, uint strides_at, uint base) {

@@ -11,8 +11,12 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
-layout(set = 0, binding = 0) readonly buffer X { T x[]; };
-layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
+#ifdef T4
+layout(set = 0, binding = 0) restrict readonly buffer X4 { T4 x4[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y4 { T4 y4[]; };
+#endif
 
 #ifdef IS_INT
 // The value's BITS low bits, zero-extended (8/16-bit values arrive sign-extended in W).
@@ -152,17 +156,29 @@ W apply(W a) {
 }
 #endif
 
+#ifdef IS_INT
+#define RESULT(v) T(apply(W(v)))
+#else
+#define RESULT(v) CANONICAL_NAN(T, apply(W(v)))
+#endif
+
 void main() {
   uint n = pc[0];
 #ifdef MATH64
   load_math_tables();
 #endif
-  FOR_EACH_ELEMENT(i, n) {
-#ifdef IS_INT
-    y[i] = T(apply(W(x[i])));
-#else
-    W r = apply(W(x[i]));
-    y[i] = CANONICAL_NAN(T, r);
-#endif
+#ifdef T4
+  // Vectors of 4 (common.glsl); the last one may be partial.
+  FOR_EACH_ELEMENT(j, (n + 3u) / 4u) {
+    if (4u * j + 4u <= n) {
+      T4 v = x4[j], r;
+      for (int q = 0; q < 4; ++q) r[q] = RESULT(v[q]);
+      y4[j] = r;
+    } else {
+      for (uint i = 4u * j; i < n; ++i) y[i] = RESULT(x[i]);
+    }
   }
+#else
+  FOR_EACH_ELEMENT(i, n) y[i] = RESULT(x[i]);
+#endif
 }

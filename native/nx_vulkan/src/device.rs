@@ -7,10 +7,6 @@ use crate::tensor::memory_stats;
 use rustler::{Encoder, Env, Term};
 use std::sync::atomic::Ordering;
 
-pub mod atoms {
-    rustler::atoms! { already_deallocated }
-}
-
 fn map<'a>(env: Env<'a>, pairs: Vec<(&str, Term<'a>)>) -> Term<'a> {
     let (keys, values): (Vec<Term>, Vec<Term>) = pairs
         .into_iter()
@@ -93,27 +89,35 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
     Ok(rustler::types::atom::ok())
 }
 
-/// Policy chosen on the Elixir side from the device class: whether f32/f16 math computes in f64
-/// (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
+/// Policy chosen on the Elixir side from the device class: whether f32/f16 math, and f32/f16 dot
+/// products, compute in f64 (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
-/// elements each invocation of the element-wise kernels visits (pipelines created later use it).
+/// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
+/// a forced register-blocked GEMM block (0: by shape).
 #[rustler::nif]
 fn configure(
     precise_f32: bool,
+    precise_dot: bool,
     fence_spin_us: u64,
     cpu_device: bool,
     early_submit: bool,
     elements_per_invocation: u32,
+    gemm_block: u32,
 ) -> Result<rustler::Atom> {
-    if precise_f32 && !ctx()?.info.float64 {
+    if (precise_f32 || precise_dot) && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
     }
     if !matches!(elements_per_invocation, 1 | 2 | 4 | 8 | 16) {
         return Err(arg_error!("elements per invocation must be 1, 2, 4, 8 or 16, got {elements_per_invocation}"));
     }
-    crate::ops::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
-    crate::ops::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
-    crate::ops::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
+    if !matches!(gemm_block, 0 | 64 | 128) {
+        return Err(arg_error!("GEMM block must be 64 or 128 (0: by shape), got {gemm_block}"));
+    }
+    crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
+    crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
+    crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
+    crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
+    crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
@@ -152,9 +156,10 @@ fn stats(env: Env) -> Term {
         env,
         vec![
             ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
-            ("precise_f32", crate::ops::precise_f32().encode(env)),
+            ("precise_f32", crate::policy::precise_f32().encode(env)),
+            ("precise_dot", crate::policy::precise_dot().encode(env)),
             ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
-            ("cpu_device", crate::ops::cpu_device().encode(env)),
+            ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&STATS.early_submissions)),
             ("recorded", load(&STATS.recorded)),

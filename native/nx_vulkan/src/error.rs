@@ -5,8 +5,8 @@
 use rustler::{Encoder, Env, Term};
 use std::fmt::Display;
 
-mod atoms {
-    rustler::atoms! { argument, arithmetic, vulkan, unsupported }
+pub mod atoms {
+    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated }
 }
 
 #[derive(Debug, Clone)]

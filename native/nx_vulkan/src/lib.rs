@@ -7,6 +7,7 @@ mod dtype;
 mod error;
 mod ops;
 mod pipelines;
+mod policy;
 mod queue;
 mod shaders;
 mod tensor;

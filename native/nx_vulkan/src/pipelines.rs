@@ -22,6 +22,8 @@ pub type ShaderLoader = fn(Arc<Device>) -> std::result::Result<Arc<ShaderModule>
 pub struct Kernel {
     pub name: &'static str,
     pub load: ShaderLoader,
+    /// Built with T4 (common.glsl): the contiguous case runs a 16-byte vector per step.
+    pub vectorized: bool,
 }
 
 /// The kernel's name by address and length (each is a distinct static string: no hashing of the
@@ -67,11 +69,11 @@ fn create(kernel: Kernel, op: u32) -> Result<Cached> {
     }
     // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
     if module.specialization_constants().contains_key(&1) {
-        spec.insert(1, SpecializationConstant::Bool(!crate::ops::cpu_device()));
+        spec.insert(1, SpecializationConstant::Bool(!crate::policy::cpu_device()));
     }
     let mut per_invocation = 1;
     if module.specialization_constants().contains_key(&2) {
-        per_invocation = crate::ops::ELEMENTS_PER_INVOCATION.load(Ordering::Relaxed);
+        per_invocation = crate::policy::elements_per_invocation();
         spec.insert(2, SpecializationConstant::U32(per_invocation));
     }
     let entry = module

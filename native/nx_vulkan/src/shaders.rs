@@ -17,13 +17,30 @@ macro_rules! kernels {
                     spirv_version: "1.3",
                 }
             }
-            pub const $variant: Kernel = Kernel { name: stringify!($variant), load: $variant::load };
+            pub const $variant: Kernel = Kernel {
+                name: stringify!($variant),
+                load: $variant::load,
+                vectorized: defines_t4(&[$($define),*]),
+            };
         )*
     };
 }
 
+/// Whether a define list has "T4" (a const fn: Kernel constants are built at compile time).
+const fn defines_t4(defines: &[&str]) -> bool {
+    let mut i = 0;
+    while i < defines.len() {
+        let d = defines[i].as_bytes();
+        if d.len() == 2 && d[0] == b'T' && d[1] == b'4' {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 kernels! {
-    unary_f32 => "shaders/unary.comp", "T" = "float", "W" = "float";
+    unary_f32 => "shaders/unary.comp", "T" = "float", "W" = "float", "T4" = "vec4";
     unary_f32p => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
     unary_f64 => "shaders/unary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
     unary_f16 => "shaders/unary.comp", "T" = "float16_t", "W" = "float";
@@ -37,8 +54,8 @@ kernels! {
     unary_u32 => "shaders/unary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     unary_u64 => "shaders/unary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
-    binary_f32 => "shaders/binary.comp", "T" = "float", "W" = "float";
-    binary_f32p => "shaders/binary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
+    binary_f32 => "shaders/binary.comp", "T" = "float", "W" = "float", "T4" = "vec4";
+    binary_f32p => "shaders/binary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
     binary_f64 => "shaders/binary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
     binary_f16 => "shaders/binary.comp", "T" = "float16_t", "W" = "float";
     binary_f16p => "shaders/binary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
@@ -117,19 +134,22 @@ kernels! {
     gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
     gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-    gemm_tiled_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float";
-    gemm_tiled_f32p => "shaders/gemm_tiled.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
-    gemm_tiled_f64 => "shaders/gemm_tiled.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    gemm_tiled_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float";
-    gemm_tiled_f16p => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    gemm_tiled_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    gemm_tiled_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    gemm_tiled_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    gemm_tiled_s64 => "shaders/gemm_tiled.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    gemm_tiled_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    gemm_tiled_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    gemm_tiled_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    gemm_tiled_u64 => "shaders/gemm_tiled.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+    gemm_tiled_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "4";
+    gemm_tiled8_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "8";
+    gemm_tiled_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float", "TM" = "4";
+    gemm_tiled8_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float", "TM" = "8";
+    gemm_tiled_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "TM" = "4";
+    gemm_tiled8_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "TM" = "8";
+    gemm_tiled_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "TM" = "4";
+    gemm_tiled8_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "TM" = "8";
+    gemm_tiled_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "TM" = "4";
+    gemm_tiled8_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "TM" = "8";
+    gemm_tiled_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "TM" = "4";
+    gemm_tiled8_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "TM" = "8";
+    gemm_tiled_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "TM" = "4";
+    gemm_tiled8_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "TM" = "8";
+    gemm_tiled_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "TM" = "4";
+    gemm_tiled8_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "TM" = "8";
 
     gemm_rows_f32 => "shaders/gemm_rows.comp", "T" = "float", "W" = "float";
     gemm_rows_f32p => "shaders/gemm_rows.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
@@ -301,6 +321,7 @@ pub enum Family {
     ReduceSerial,
     Gemm,
     GemmTiled,
+    GemmTiled8,
     GemmRows,
     ArgReduce,
     Classify,
@@ -382,17 +403,22 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Gemm, Dtype::U16) => Some(gemm_u16),
         (Family::Gemm, Dtype::U32) => Some(gemm_u32),
         (Family::Gemm, Dtype::U64) => Some(gemm_u64),
-        (Family::GemmTiled, Dtype::F32) => Some(if precise { gemm_tiled_f32p } else { gemm_tiled_f32 }),
-        (Family::GemmTiled, Dtype::F64) => Some(gemm_tiled_f64),
-        (Family::GemmTiled, Dtype::F16) => Some(if precise { gemm_tiled_f16p } else { gemm_tiled_f16 }),
+        (Family::GemmTiled, Dtype::F32) => (!precise).then_some(gemm_tiled_f32),
+        (Family::GemmTiled8, Dtype::F32) => (!precise).then_some(gemm_tiled8_f32),
+        (Family::GemmTiled, Dtype::F16) => (!precise).then_some(gemm_tiled_f16),
+        (Family::GemmTiled8, Dtype::F16) => (!precise).then_some(gemm_tiled8_f16),
         (Family::GemmTiled, Dtype::S8) => Some(gemm_tiled_s8),
+        (Family::GemmTiled8, Dtype::S8) => Some(gemm_tiled8_s8),
         (Family::GemmTiled, Dtype::S16) => Some(gemm_tiled_s16),
+        (Family::GemmTiled8, Dtype::S16) => Some(gemm_tiled8_s16),
         (Family::GemmTiled, Dtype::S32) => Some(gemm_tiled_s32),
-        (Family::GemmTiled, Dtype::S64) => Some(gemm_tiled_s64),
+        (Family::GemmTiled8, Dtype::S32) => Some(gemm_tiled8_s32),
         (Family::GemmTiled, Dtype::U8) => Some(gemm_tiled_u8),
+        (Family::GemmTiled8, Dtype::U8) => Some(gemm_tiled8_u8),
         (Family::GemmTiled, Dtype::U16) => Some(gemm_tiled_u16),
+        (Family::GemmTiled8, Dtype::U16) => Some(gemm_tiled8_u16),
         (Family::GemmTiled, Dtype::U32) => Some(gemm_tiled_u32),
-        (Family::GemmTiled, Dtype::U64) => Some(gemm_tiled_u64),
+        (Family::GemmTiled8, Dtype::U32) => Some(gemm_tiled8_u32),
         (Family::ReduceSerial, Dtype::F32) => Some(if precise { reduce_serial_f32p } else { reduce_serial_f32 }),
         (Family::ReduceSerial, Dtype::F64) => Some(reduce_serial_f64),
         (Family::ReduceSerial, Dtype::F16) => Some(if precise { reduce_serial_f16p } else { reduce_serial_f16 }),

@@ -78,7 +78,7 @@ fn deallocate(tensor: BufferRef) -> rustler::Atom {
     if tensor.pinned.load(Ordering::Relaxed) || tensor.release() {
         rustler::types::atom::ok()
     } else {
-        crate::device::atoms::already_deallocated()
+        crate::error::atoms::already_deallocated()
     }
 }
 

@@ -35,6 +35,6 @@ fn as_type(from: Dtype, to: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let out = alloc(n * to.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;
-    dispatch_elements(shaders::convert, i * 16 + o, &[&x, &out], push, n)?;
+    dispatch_elements(shaders::convert, i * 16 + o, &[&x, &out], push, n, false)?;
     Ok(out)
 }

@@ -78,11 +78,16 @@ fn dot(
     }
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
-    let family = if cpu_device() && k <= LAVAPIPE_LOOP_BUDGET / 2 { Family::GemmRows } else { Family::Gemm };
-    if cpu_device() && family == Family::Gemm && k.div_ceil(16) * 17 > LAVAPIPE_LOOP_BUDGET {
+    let (family, tile) = if !cpu_device() {
+        gpu_gemm_variant(dtype, batch, m, n)
+    } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
+        (Family::GemmRows, 1)
+    } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
+        (Family::Gemm, 16)
+    } else {
         return Err(unsupported!("dot contracting {k} elements exceeds what one pass can loop over on a CPU device"));
-    }
-    let kernel = shaders::numeric(family, dtype, precise_f32())
+    };
+    let kernel = shaders::numeric(family, dtype, precise_dot())
         .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let out = alloc(batch * m * n * eb)?;
     if batch * m * n == 0 {
@@ -101,20 +106,6 @@ fn dot(
         dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
         return Ok(out);
     }
-    // Large M and N on GPUs with a 32-bit accumulator: 64x64 blocks, 4x4 outputs per thread
-    // (gemm_tiled.comp, the same sums in the same order); skinny shapes (the MNIST step's 32-row
-    // GEMMs) keep 16x16 tiles. With f64 accumulators (f64, precise f32/f16, 64-bit integers) the
-    // blocked kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at
-    // 1024^3), so they keep it too; f32 with NXV_PRECISE=0 went from 401 to 142 us.
-    let wide_accumulator = dtype.bytes() == 8 || (precise_f32() && matches!(dtype, Dtype::F32 | Dtype::F16));
-    let tiled = !cpu_device() && !wide_accumulator && m >= TILED_MIN && n >= TILED_MIN;
-    let (kernel, tile) = if tiled {
-        let kernel = shaders::numeric(Family::GemmTiled, dtype, precise_f32())
-            .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
-        (kernel, 64)
-    } else {
-        (kernel, 16)
-    };
     let groups = [
         u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
@@ -128,8 +119,36 @@ fn dot(
     Ok(out)
 }
 
-/// M and N from which GPUs take the register-blocked GEMM.
-const TILED_MIN: u64 = 128;
+/// The GEMM kernel for a GPU and its output tile. Large outputs with a 32-bit accumulator take
+/// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
+/// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
+/// 64x64 (4x4 per thread). Skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles, and so
+/// do f64 accumulators (f64, 64-bit integers, f32/f16 under NXV_PRECISE_DOT): with them the
+/// 64x64 kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at 1024^3).
+fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64) -> (Family, u64) {
+    let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
+    let blocks64 = batch * m.div_ceil(64) * n.div_ceil(64);
+    if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
+        (Family::Gemm, 16)
+    } else if gemm_block() != 0 {
+        if gemm_block() == 128 { (Family::GemmTiled8, 128) } else { (Family::GemmTiled, 64) }
+    } else if batch * m.div_ceil(128) * n.div_ceil(128) >= TILED8_MIN_BLOCKS {
+        (Family::GemmTiled8, 128)
+    } else {
+        (Family::GemmTiled, 64)
+    }
+}
+
+/// 64x64 blocks from which GPUs take the register-blocked GEMM: below that (a 512x512 output)
+/// the 16x16 kernel's 16 times more workgroups fill the GPU better. M and N must be at least 64:
+/// conv's im2col GEMM (100352 x 576 x 64 for a 64->64 3x3 conv at batch 32) qualifies.
+const TILED_MIN_BLOCKS: u64 = 64;
+
+/// 128x128 blocks from which GPUs take them over 64x64 ones: about two per multiprocessor of a
+/// large GPU (the H200 has 132), so that the bigger blocks still fill it. H200 (c5fa0e8), us per
+/// GEMM with 64 / 128 blocks: 1024^3 129 / 177 (64 blocks of 128), 2048^3 809 / 593 (256),
+/// 4096^3 6081 / 4324, batched 64x256^3 148 / 114 (256).
+const TILED8_MIN_BLOCKS: u64 = 256;
 
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
 /// for each batch, `a` read as M with (row, col) strides `a_strides`, the right-hand sides from

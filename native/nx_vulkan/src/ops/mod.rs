@@ -13,7 +13,7 @@ use crate::pipelines::{pipeline, Kernel};
 use crate::queue::{self, Command, Dispatch, PUSH_WORDS};
 use crate::tensor::BufferRef;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::policy::{cpu_device, gemm_block, precise_dot, precise_f32};
 
 /// Ranks up to this many dims (after collapsing) fit the kernels' push constants.
 pub const MAX_RANK: usize = 6;
@@ -176,10 +176,13 @@ pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, gr
 }
 
 /// Queues an element-wise kernel over `n` elements: a kernel that visits several elements per
-/// invocation (specialization constant 2) gets a grid that many times smaller.
-pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, n: u64) -> Result<()> {
+/// invocation (specialization constant 2) gets a grid that many times smaller, and one that runs
+/// the contiguous case a 4-element vector at a time (`vector`, only for `Kernel::vectorized`
+/// kernels whose operands allow it) 4 times smaller again.
+pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, n: u64, vector: bool) -> Result<()> {
     let (pipeline, per_invocation) = crate::pipelines::cached(kernel, op)?;
-    record(pipeline, bindings, push, grid(n.div_ceil(WORKGROUP * per_invocation as u64)))
+    let units = if vector { n.div_ceil(4) } else { n };
+    record(pipeline, bindings, push, grid(units.div_ceil(WORKGROUP * per_invocation as u64)))
 }
 
 fn record(
@@ -209,29 +212,6 @@ pub fn by_width(elem_bytes: u64, b1: Kernel, b2: Kernel, b4: Kernel, b8: Kernel)
         8 => Ok(b8),
         other => Err(unsupported!("no kernel moves {other}-byte elements")),
     }
-}
-
-/// Whether f32/f16 math routes through f64 and rounds once (matching Nx.BinaryBackend, which
-/// computes in f64, in all but rare last-bit cases). Set by the Elixir side at start from the
-/// device class (on where f64 is fast: CPUs and data-centre GPUs) and NXV_PRECISE.
-pub static PRECISE_F32: AtomicBool = AtomicBool::new(false);
-
-pub fn precise_f32() -> bool {
-    PRECISE_F32.load(Ordering::Relaxed)
-}
-
-/// Whether the device is a CPU (device class `:software`): it then takes the kernel variants
-/// without workgroup barriers (gemm_rows, reduce_serial), which measure ~10x faster on lavapipe.
-pub static CPU_DEVICE: AtomicBool = AtomicBool::new(false);
-
-/// Elements each invocation of the element-wise kernels visits (their specialization constant 2,
-/// common.glsl's FOR_EACH_ELEMENT). Set at start from the device class (GPUs 4: a quarter of the
-/// invocations, each visiting four elements, measured faster on the H200; CPU devices 1, where
-/// lavapipe runs the loop slower than the invocations it saves) or NXV_ELEMENTS_PER_INVOCATION.
-pub static ELEMENTS_PER_INVOCATION: AtomicU32 = AtomicU32::new(1);
-
-pub fn cpu_device() -> bool {
-    CPU_DEVICE.load(Ordering::Relaxed)
 }
 
 /// llvmpipe (lavapipe) silently ends any shader loop after 65535 iterations, counting nested
