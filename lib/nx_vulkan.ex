@@ -6,6 +6,26 @@ defmodule Nx.Vulkan do
       t = Nx.tensor([1.0, 2.0, 3.0]) |> Nx.exp()   # recorded on the device's pending queue
       Nx.to_binary(t)                              # flushes, downloads
 
+  ## Host syncs and deferred checks
+
+  No op reads a tensor's value on the host mid-work; the caller waits on the device only when it
+  reads data. `stats/0`'s `host_syncs` counts those waits by reason (`:download`,
+  `:defn_control` for `Nx.Defn.Evaluator`'s own `while`/`cond` reads, `:fallback`,
+  `:explicit_flush`, `:value_read_by_op`). `slice`/`put_slice` with tensor start indices read and
+  clamp the starts on the device.
+
+  Ops that must raise for bad values (integer `quotient`/`remainder` by zero, integer `pow` with a
+  negative exponent, shifts by a negative amount, `Nx.LinAlg.triangular_solve/3` of a singular
+  matrix) check a tensor operand on the device and raise at the next read of the result, or of
+  any tensor computed from it, with the BinaryBackend's exception and message:
+
+      q = Nx.quotient(a, Nx.tensor([1, 0]))   # returns a tensor, no wait
+      Nx.add(q, 1) |> Nx.to_list()             # ** (ArithmeticError) integer quotient by zero (a divisor is 0)
+
+  Every read of such a tensor raises; `inspect` shows the exception inside an `Inspect.Error`. A
+  constant operand (`Nx.quotient(a, 0)`) raises at the call. `put_check_mode(:immediate)` makes
+  this process's ops raise at the call instead, at one host sync each.
+
   ## Environment
 
     * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,
@@ -44,15 +64,50 @@ defmodule Nx.Vulkan do
     %{live: s.live_bytes, peak: s.peak_bytes, pooled: s.pooled_bytes}
   end
 
+  @check_mode_key {__MODULE__, :check_mode}
+
+  @doc """
+  Sets when this process's ops raise for bad integer operands (quotient/remainder by zero,
+  pow with a negative exponent, shifts by negative amounts) and singular triangular matrices,
+  where the operand is a tensor (a constant one is checked at once either way). Returns the
+  previous mode.
+
+    * `:deferred` (default) - the condition is computed on the device and the exception is
+      raised at the next host read (`Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a host
+      fallback...) of the result or of any tensor computed from it; the op itself never waits
+      for the device.
+    * `:immediate` - the op reads the condition at once and raises there, as
+      `Nx.BinaryBackend` does, at the cost of one host sync per such op (counted in `stats/0`'s
+      `host_syncs` as `:value_read_by_op`).
+  """
+  @spec put_check_mode(:deferred | :immediate) :: :deferred | :immediate
+  def put_check_mode(mode) when mode in [:deferred, :immediate],
+    do: Process.put(@check_mode_key, mode) || :deferred
+
+  def put_check_mode(mode),
+    do:
+      raise(ArgumentError, "put_check_mode/1 takes :deferred or :immediate, got: #{inspect(mode)}")
+
+  @doc "This process's check mode (see `put_check_mode/1`)."
+  @spec check_mode() :: :deferred | :immediate
+  def check_mode, do: Process.get(@check_mode_key, :deferred)
+
   @doc "Submits all pending device work and waits for it."
   @spec flush() :: :ok
   def flush, do: Native.flush() |> Native.unwrap!()
 
   @doc """
   Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
-  flushes by reason, GPU-thread time spent recording/submitting/waiting (ns), GPU time (ns, with
-  `set_gpu_timing/1`), pipelines created vs cache hits, live and peak device bytes, and the
-  policy in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
+  flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
+  (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits, live and peak
+  device bytes, and the policy in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
+
+  `host_syncs` counts the flushes a caller blocked on (work was pending or in flight), by
+  reason: `:download` (a read: `Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a transfer),
+  `:defn_control` (`Nx.Defn.Evaluator` reading a `while` condition or `cond` predicate),
+  `:fallback` (the host fallback), `:explicit_flush` (`flush/0`) and `:value_read_by_op` (an op
+  that reads a value mid-work: only checks in immediate mode, see `put_check_mode/1`). The
+  batch cap's submissions do not make the caller wait and are not counted; uploads never flush.
   """
   @spec stats() :: map
   def stats, do: Native.stats()

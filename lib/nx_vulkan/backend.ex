@@ -18,7 +18,16 @@ defmodule Nx.Vulkan.Backend do
     * Float math follows IEEE 754 and C where the BinaryBackend raises or is off (x / 0.0,
       sqrt of negatives, exp overflow, pow with infinite exponents...: the README lists them).
       Integer `quotient`/`remainder` by zero, integer `pow` with a negative exponent and shifts
-      by negative amounts raise, as in the BinaryBackend.
+      by negative amounts raise the BinaryBackend's exceptions, and so does `triangular_solve`
+      of a singular matrix, but where the operand is a tensor they raise at the next host read
+      (`to_binary`, `to_number`, `inspect`, a fallback) of the result or of anything computed
+      from it, not at the call: the condition is computed on the device and read with the data
+      (a deferred check). Every read of such a tensor raises; of several failed checks, the
+      earliest op's. A constant operand raises at the call; so does every such op after
+      `Nx.Vulkan.put_check_mode(:immediate)` (one host sync each).
+    * No op reads a tensor on the host: `slice`/`put_slice` with tensor start indices clamp
+      them on the device. `Nx.Vulkan.stats/0`'s `host_syncs` counts the waits that remain, by
+      reason.
     * `gather` clamps out-of-range indices and `indexed_add`/`indexed_put` skip out-of-range
       index tuples; the BinaryBackend raises.
     * Ops without a device kernel yet go through `Nx.Vulkan.Fallback` (counted; strict mode
@@ -205,11 +214,18 @@ defmodule Nx.Vulkan.Backend do
 
   # `limit` counts elements of the whole (possibly vectorized) tensor, clamped here to its size
   # (inspect's limit can exceed what the NIF's u64 byte count holds). Sub-byte types are stored
-  # bit-packed, padded to whole bytes.
+  # bit-packed, padded to whole bytes. A read raises for a failed deferred check of the tensor
+  # (see the moduledoc).
   @impl true
-  def to_binary(%T{type: {_, bits}} = t, limit) do
+  def to_binary(%T{} = t, limit), do: read_binary(t, limit, read_reason())
+
+  @doc false
+  # A whole tensor read for `reason` (:download, or :fallback from the host fallback).
+  def read_binary(t, reason), do: read_binary(t, Nx.flat_size(t), reason)
+
+  defp read_binary(%T{type: {_, bits}} = t, limit, reason) do
     limit = min(limit, Nx.flat_size(t))
-    binary = Native.download(ref!(t), div(limit * bits + 7, 8)) |> Native.unwrap!()
+    binary = Native.download(ref!(t), div(limit * bits + 7, 8), reason) |> Native.unwrap!()
 
     if rem(bits, 8) == 0 do
       binary
@@ -220,8 +236,24 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # Nx.Defn.Evaluator reads each `while` condition and `cond` predicate with Nx.to_number: those
+  # host syncs are the Evaluator's control flow, not an op's, and are counted apart. The caller's
+  # frames tell (a few microseconds, against a read's flush and fence wait).
+  defp read_reason do
+    {:current_stacktrace, frames} = Process.info(self(), :current_stacktrace)
+
+    if evaluator_read?(frames), do: :defn_control, else: :download
+  end
+
+  defp evaluator_read?([{Nx, :to_number, _, _}, {Nx.Defn.Evaluator, fun, _, _} | _])
+       when fun in [:while, :cond_clause],
+       do: true
+
+  defp evaluator_read?([_ | rest]), do: evaluator_read?(rest)
+  defp evaluator_read?([]), do: false
+
   @doc false
-  def to_binary(t), do: to_binary(t, Nx.flat_size(t))
+  def to_binary(t), do: read_binary(t, :download)
 
   @impl true
   def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
@@ -339,13 +371,35 @@ defmodule Nx.Vulkan.Backend do
     view(out, t, 0, out_strides) || fallback(:broadcast, [out, t, out_shape, axes])
   end
 
+  # Integer starts (and tensor starts whose value the host knows) make a strided view; other
+  # tensor starts are read and clamped by the kernel on the device, never on the host.
   @impl true
   def slice(%T{} = out, %T{shape: shape} = t, starts, lengths, steps) do
-    starts = clamp_starts(starts, shape, lengths)
     strides = contiguous_strides(shape)
-    offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
     view_strides = Enum.with_index(steps, fn step, d -> step * elem(strides, d) end)
-    view(out, t, offset, view_strides) || fallback(:slice, [out, t, starts, lengths, steps])
+
+    case split_starts(starts, shape, lengths, strides) do
+      {offset, []} ->
+        view(out, t, offset, view_strides) || fallback(:slice, [out, t, starts, lengths, steps])
+
+      {offset, dynamic} ->
+        with bytes when bytes != nil <- move_bytes(out.type),
+             {:ok, ref} <-
+               Native.dynamic_slice(
+                 bytes,
+                 ref!(t),
+                 offset,
+                 shape_list(out),
+                 view_strides,
+                 dynamic_refs(dynamic),
+                 Enum.map(dynamic, &elem(&1, 1)),
+                 Enum.map(dynamic, &elem(&1, 2))
+               ) do
+          wrap(ref, out)
+        else
+          error -> fallback_unless_error(error, :slice, [out, t, starts, lengths, steps])
+        end
+    end
   end
 
   @impl true
@@ -414,17 +468,80 @@ defmodule Nx.Vulkan.Backend do
     slice = cast(slice, type)
 
     with bytes when bytes != nil <- move_bytes(type),
-         %T{data: %__MODULE__{ref: dst}} <- copy(cast(t, type)) do
-      starts = clamp_starts(starts, shape, Tuple.to_list(slice.shape))
-      strides = contiguous_strides(shape)
-      offset = starts |> Enum.with_index(fn s, d -> s * elem(strides, d) end) |> Enum.sum()
-      # An empty slice puts nothing: the result is the copy of t.
-      unless zero_size?(slice), do: copy_into!(bytes, dst, offset, Tuple.to_list(strides), slice)
+         %T{data: %__MODULE__{ref: dst}} <- copy(cast(t, type)),
+         :ok <- put_slice_into(bytes, dst, shape, starts, slice) do
       wrap(dst, out)
     else
-      _ -> fallback(:put_slice, [out, t, starts, slice])
+      error -> fallback_unless_error(error, :put_slice, [out, t, starts, slice])
     end
   end
+
+  # An empty slice puts nothing: the result is the copy of t.
+  defp put_slice_into(bytes, dst, shape, starts, %T{shape: slice_shape} = slice) do
+    strides = contiguous_strides(shape)
+    dst_strides = Tuple.to_list(strides)
+    {offset, dynamic} = split_starts(starts, shape, Tuple.to_list(slice_shape), strides)
+
+    cond do
+      zero_size?(slice) ->
+        :ok
+
+      dynamic == [] ->
+        copy_into!(bytes, dst, offset, dst_strides, slice)
+        :ok
+
+      true ->
+        Native.dynamic_put_slice(
+          bytes,
+          dst,
+          offset,
+          dst_strides,
+          ref!(slice),
+          Tuple.to_list(slice_shape),
+          dynamic_refs(dynamic),
+          Enum.map(dynamic, &elem(&1, 1)),
+          Enum.map(dynamic, &elem(&1, 2))
+        )
+        |> case do
+          {:ok, _} -> :ok
+          error -> error
+        end
+    end
+  end
+
+  # Start indices: integers, or scalar integer tensors of any integer type (Nx's dynamic
+  # slicing; Nx turns integers mixed with tensors into constants). Nx clamps each start to
+  # [0, dim - length]. Starts the host knows (integers, constants, host tensors) are clamped here
+  # and folded into one element offset; the others are returned as {tensor, dim - length,
+  # stride} for the kernel to read and clamp on the device. A slice that spans its axis has only
+  # one valid start, 0.
+  defp split_starts(starts, shape, lengths, strides) do
+    [Tuple.to_list(shape), starts, lengths, Tuple.to_list(strides)]
+    |> Enum.zip_with(fn [dim, start, length, stride] -> {start, dim - length, stride} end)
+    |> Enum.reduce({0, []}, fn {start, max_start, stride}, {offset, dynamic} ->
+      case host_start(start) do
+        nil when max_start > 0 -> {offset, [{start, max_start, stride} | dynamic]}
+        nil -> {offset, dynamic}
+        value -> {offset + min(max(value, 0), max_start) * stride, dynamic}
+      end
+    end)
+    |> then(fn {offset, dynamic} -> {offset, Enum.reverse(dynamic)} end)
+  end
+
+  defp host_start(start) when is_integer(start), do: start
+  defp host_start(%T{data: %__MODULE__{constant: value}}) when is_integer(value), do: value
+  defp host_start(%T{data: %__MODULE__{}}), do: nil
+  # A tensor of another backend is read where it lives, without touching the device.
+  defp host_start(%T{} = start), do: Nx.to_number(start)
+
+  defp dynamic_refs(dynamic),
+    do: Enum.map(dynamic, fn {%T{type: type} = t, _, _} -> {ref!(t), type} end)
+
+  # What the kernels cannot express (sub-byte types, more than 8 tensor starts, ranks beyond the
+  # copy kernel's) goes to the host; other errors raise.
+  defp fallback_unless_error(nil, op, args), do: fallback(op, args)
+  defp fallback_unless_error({:error, {:unsupported, _}}, op, args), do: fallback(op, args)
+  defp fallback_unless_error(error, _op, _args), do: Native.unwrap!(error)
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
@@ -619,44 +736,82 @@ defmodule Nx.Vulkan.Backend do
     def unquote(op)(%T{type: type} = out, %T{} = a, %T{} = b) do
       ct = compute_type(type)
       b = cast(b, ct)
-      check_integer_operand!(unquote(op), ct, b)
-      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), b) |> cast(type)
+      check = integer_operand_check(unquote(op), ct, b)
+
+      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), b)
+      |> attach_check(check)
+      |> cast(type)
     end
   end
 
   # Integer quotient/remainder by zero, pow with a negative exponent and shifts by a negative
   # amount raise, as in the BinaryBackend, rather than give a made-up value. A constant operand
-  # is checked by its value; any other costs a reduction and a scalar read (a flush).
-  defp check_integer_operand!(op, {kind, _}, b)
+  # is checked by its value, at once; any other by a reduction on the device, a deferred check
+  # that raises at the next read of the result (or of anything computed from it).
+  defp integer_operand_check(op, {kind, _}, b)
        when op in [:quotient, :remainder, :pow, :left_shift, :right_shift] and kind in [:s, :u] do
     division? = op in [:quotient, :remainder]
 
-    bad =
-      case b.data do
-        %__MODULE__{constant: value} when is_integer(value) ->
-          if (division? and value == 0) or (not division? and value < 0), do: value
+    case b.data do
+      %__MODULE__{constant: value} when is_integer(value) ->
+        if (division? and value == 0) or (not division? and value < 0) do
+          {_, exception, message} = integer_operand_error(op)
+          raise exception, String.replace(message, "{value}", Integer.to_string(value))
+        end
 
-        _ when division? ->
-          if Nx.to_number(Nx.any(Nx.equal(b, 0))) == 1, do: 0
+        nil
 
-        _ when kind == :s ->
-          min = Nx.to_number(Nx.reduce_min(b))
-          if min < 0, do: min
+      _ when division? ->
+        b = on_device(b)
+        zero = constant(%{b | shape: {}, names: []}, 0, [])
+        {Nx.any(Nx.equal(b, zero)), integer_operand_error(op)}
 
-        _ ->
-          nil
-      end
+      _ when kind == :s ->
+        {Nx.reduce_min(on_device(b)), integer_operand_error(op)}
 
-    cond do
-      bad == nil -> :ok
-      division? -> raise ArithmeticError, "integer #{op} by zero (a divisor is 0)"
-      op == :pow -> raise ArithmeticError, "integer pow with a negative exponent (#{bad})"
-      op == :left_shift -> raise ArgumentError, "cannot left shift by #{bad}"
-      true -> raise ArgumentError, "cannot right shift by #{bad}"
+      _ ->
+        nil
     end
   end
 
-  defp check_integer_operand!(_op, _type, _b), do: :ok
+  defp integer_operand_check(_op, _type, _b), do: nil
+
+  # {check's condition, exception, message}: `{value}` is the reduction's value.
+  defp integer_operand_error(op) when op in [:quotient, :remainder],
+    do: {:nonzero, ArithmeticError, "integer #{op} by zero (a divisor is 0)"}
+
+  defp integer_operand_error(:pow),
+    do: {:negative, ArithmeticError, "integer pow with a negative exponent ({value})"}
+
+  defp integer_operand_error(:left_shift),
+    do: {:negative, ArgumentError, "cannot left shift by {value}"}
+
+  defp integer_operand_error(:right_shift),
+    do: {:negative, ArgumentError, "cannot right shift by {value}"}
+
+  # Deferred checks (checks.rs): `value` (an integer scalar on the device) decides whether the
+  # op that made `result` must raise, at the next host read of result or of anything computed
+  # from it; with Nx.Vulkan.put_check_mode(:immediate) it is read now (a host sync).
+  defp attach_check(result, nil), do: result
+
+  defp attach_check(
+         %T{data: %__MODULE__{ref: ref}} = result,
+         {value, {condition, exception, message}}
+       ) do
+    exception = if exception == ArithmeticError, do: :arithmetic, else: :argument
+
+    Native.attach_check(ref, ref!(value), value.type, condition, exception, message)
+    |> Native.unwrap!()
+
+    if Nx.Vulkan.check_mode() == :immediate, do: Native.verify_checks(ref) |> Native.unwrap!()
+    result
+  end
+
+  # A result the host fallback computed raised there already, or is right.
+  defp attach_check(result, _check), do: result
+
+  defp on_device(%T{data: %__MODULE__{}} = t), do: t
+  defp on_device(%T{} = t), do: %{t | data: %__MODULE__{ref: ref!(t)}}
 
   @device_predicates [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] ++
                        [:logical_and, :logical_or, :logical_xor]
@@ -1070,7 +1225,8 @@ defmodule Nx.Vulkan.Backend do
   end
 
   # The BinaryBackend's formulation (transposes and reversals become strides and the direction
-  # of substitution). A zero on the diagonal raises, as there, at the cost of one scalar read.
+  # of substitution). A zero on the diagonal raises, as there, through a deferred check: at the
+  # next read of the result.
   @impl true
   def triangular_solve(
         %T{type: out_type} = out,
@@ -1101,10 +1257,7 @@ defmodule Nx.Vulkan.Backend do
       end
 
     zero = constant(%{a | shape: {}, names: []}, 0, [])
-
-    if a |> Nx.take_diagonal() |> Nx.equal(zero) |> Nx.any() |> Nx.to_number() == 1 do
-      raise ArgumentError, "can't solve for singular matrix"
-    end
+    singular = a |> Nx.take_diagonal() |> Nx.equal(zero) |> Nx.any()
 
     Native.triangular_solve(
       type,
@@ -1118,6 +1271,7 @@ defmodule Nx.Vulkan.Backend do
       b_strides
     )
     |> result(%{out | type: type}, :triangular_solve, [out, a, b, opts])
+    |> attach_check({singular, {:nonzero, ArgumentError, "can't solve for singular matrix"}})
     |> cast(out_type)
   end
 
@@ -1683,12 +1837,4 @@ defmodule Nx.Vulkan.Backend do
 
   defp zeros(shape), do: List.duplicate(0, tuple_size(shape) - 1)
   defp ones(shape), do: List.duplicate(1, tuple_size(shape))
-
-  # Start indices may be tensors (dynamic slicing); Nx clamps them so the slice fits.
-  defp clamp_starts(starts, shape, lengths) do
-    Enum.zip_with([Tuple.to_list(shape), starts, lengths], fn [dim, start, len] ->
-      start = if is_integer(start), do: start, else: Nx.to_number(start)
-      min(max(start, 0), dim - len)
-    end)
-  end
 end

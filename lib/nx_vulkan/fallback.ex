@@ -149,7 +149,7 @@ defmodule Nx.Vulkan.Fallback do
   end
 
   defp to_host(%T{data: %Nx.Vulkan.Backend{}} = t),
-    do: %{t | data: %Nx.BinaryBackend{state: Nx.Vulkan.Backend.to_binary(t)}}
+    do: %{t | data: %Nx.BinaryBackend{state: Nx.Vulkan.Backend.read_binary(t, :fallback)}}
 
   defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
   defp to_host(other), do: other

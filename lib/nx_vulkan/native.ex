@@ -20,6 +20,7 @@ defmodule Nx.Vulkan.Native do
   @doc false
   def unwrap!({:ok, value}), do: value
   def unwrap!({:error, {:argument, message}}), do: raise(ArgumentError, message)
+  def unwrap!({:error, {:arithmetic, message}}), do: raise(ArithmeticError, message)
   def unwrap!({:error, {:vulkan, message}}), do: raise(Nx.Vulkan.Error, message)
 
   def unwrap!({:error, {:unsupported, message}}),
@@ -29,10 +30,14 @@ defmodule Nx.Vulkan.Native do
 
   # tensor.rs
   def upload(_binary), do: nif_error()
-  def download(_buffer, _bytes), do: nif_error()
+  def download(_buffer, _bytes, _reason), do: nif_error()
   def byte_size(_buffer), do: nif_error()
   def deallocate(_buffer), do: nif_error()
   def pin(_buffer), do: nif_error()
+
+  # checks.rs
+  def attach_check(_out, _value, _type, _condition, _exception, _message), do: nif_error()
+  def verify_checks(_buffer), do: nif_error()
 
   # device.rs
   def device_info, do: nif_error()
@@ -60,6 +65,22 @@ defmodule Nx.Vulkan.Native do
 
   def copy_into(_bytes, _dst, _dst_off, _dst_strides, _src, _src_off, _src_strides, _dims),
     do: nif_error()
+
+  def dynamic_slice(_bytes, _src, _offset, _dims, _strides, _starts, _max_starts, _start_strides),
+    do: nif_error()
+
+  def dynamic_put_slice(
+        _bytes,
+        _dst,
+        _offset,
+        _dst_strides,
+        _src,
+        _dims,
+        _starts,
+        _max_starts,
+        _start_strides
+      ),
+      do: nif_error()
 
   def fill(_bytes, _n, _bits), do: nif_error()
   def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()

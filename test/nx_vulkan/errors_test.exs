@@ -198,26 +198,83 @@ defmodule Nx.Vulkan.NoDeviceTest do
     System.delete_env("NXV_DEVICE_CLASS")
   end
 
-  # The BinaryBackend raises for these; the device does too instead of making up a value.
+  # The BinaryBackend raises for these; the device does too instead of making up a value. A
+  # constant operand raises at the call; a tensor one at the next read of the result (deferred
+  # check), or at the call in immediate mode.
   test "integer division by zero, negative exponents and negative shifts raise" do
     a = Nx.tensor([7, -8, 9], type: :s32, backend: Nx.Vulkan.Backend)
     zero = Nx.tensor([1, 0, 2], type: :s32, backend: Nx.Vulkan.Backend)
 
-    assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.quotient(a, zero) end
+    quotient = Nx.quotient(a, zero)
+
+    assert_raise ArithmeticError, "integer quotient by zero (a divisor is 0)", fn ->
+      Nx.to_binary(quotient)
+    end
+
+    # Every read raises again, and so does a read of anything computed from the result.
+    assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.to_number(quotient[1]) end
+
+    assert_raise ArithmeticError, ~r/integer quotient by zero/, fn ->
+      Nx.to_list(Nx.add(quotient, a))
+    end
+
     assert_raise ArithmeticError, ~r/integer remainder by zero/, fn -> Nx.remainder(a, 0) end
 
-    assert_raise ArithmeticError, ~r/negative exponent \(-1\)/, fn ->
-      Nx.pow(a, Nx.tensor([2, -1, 0], backend: Nx.Vulkan.Backend))
+    assert_raise ArithmeticError, "integer pow with a negative exponent (-1)", fn ->
+      Nx.pow(a, Nx.tensor([2, -1, 0], backend: Nx.Vulkan.Backend)) |> Nx.to_binary()
     end
 
     assert_raise ArgumentError, "cannot left shift by -3", fn -> Nx.left_shift(a, -3) end
 
     assert_raise ArgumentError, "cannot right shift by -2", fn ->
-      Nx.right_shift(a, Nx.tensor([1, -2, 0], backend: Nx.Vulkan.Backend))
+      Nx.right_shift(a, Nx.tensor([1, -2, 0], backend: Nx.Vulkan.Backend)) |> Nx.to_binary()
     end
 
-    # Unsigned operands are never negative; valid ones run as before.
+    for type <- [:s8, :s16, :s64] do
+      assert_raise ArgumentError, "cannot left shift by -128", fn ->
+        Nx.left_shift(
+          Nx.as_type(a, type),
+          Nx.tensor([0, -128, 1], type: type, backend: Nx.Vulkan.Backend)
+        )
+        |> Nx.to_binary()
+      end
+    end
+
+    # The first failed check, in the order the ops ran, is the one reported.
+    shifted = Nx.right_shift(a, Nx.tensor([0, -5, 0], backend: Nx.Vulkan.Backend))
+
+    assert_raise ArgumentError, "cannot right shift by -5", fn ->
+      Nx.quotient(shifted, zero) |> Nx.to_binary()
+    end
+
+    # Immediate mode raises at the call, as the BinaryBackend does.
+    previous = Nx.Vulkan.put_check_mode(:immediate)
+
+    try do
+      assert Nx.Vulkan.check_mode() == :immediate
+      assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.quotient(a, zero) end
+
+      assert Nx.to_flat_list(Nx.quotient(a, Nx.tensor([7, 2, 3], backend: Nx.Vulkan.Backend))) == [
+               1,
+               -4,
+               3
+             ]
+    after
+      Nx.Vulkan.put_check_mode(previous)
+    end
+
+    assert_raise ArgumentError, ~r/takes :deferred or :immediate/, fn ->
+      Nx.Vulkan.put_check_mode(:later)
+    end
+
+    # Unsigned operands are never negative; valid ones run as before, their checks clean.
     assert Nx.to_flat_list(Nx.quotient(a, 2)) == [3, -4, 4]
+
+    assert Nx.to_flat_list(Nx.quotient(a, Nx.tensor([2, 2, -2], backend: Nx.Vulkan.Backend))) == [
+             3,
+             -4,
+             -4
+           ]
 
     assert Nx.to_flat_list(
              Nx.left_shift(Nx.tensor([1, 2], type: :u8, backend: Nx.Vulkan.Backend), 3)

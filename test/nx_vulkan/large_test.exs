@@ -187,6 +187,35 @@ defmodule Nx.Vulkan.LargeTest do
     )
   end
 
+  test "slice and put_slice with tensor starts past one row of workgroups" do
+    n = @above + 10
+    flat = Nx.iota({n}, type: :s32)
+    # 9 past the largest valid start: clamped to n - length = 3 on the device.
+    start = Nx.tensor(12, type: :u8)
+    length = n - 3
+
+    prime_pool(length * 4)
+    s = Nx.slice(flat, [start], [length])
+    spos = positions(length)
+
+    Nx.Testing.assert_equal(
+      at(s, spos),
+      Nx.tensor(Enum.map(spos, &(&1 + 3)), type: :s32, backend: Nx.BinaryBackend)
+    )
+
+    prime_pool(n * 4)
+    put = Nx.put_slice(flat, [Nx.tensor(-5, type: :s64)], Nx.negate(s))
+    pos = positions(n)
+
+    Nx.Testing.assert_equal(
+      at(put, pos),
+      Nx.tensor(Enum.map(pos, &if(&1 < length, do: -(&1 + 3), else: &1)),
+        type: :s32,
+        backend: Nx.BinaryBackend
+      )
+    )
+  end
+
   test "sort, cumulative sums, windows and scatter past one row of workgroups" do
     rows = div(@above, 4) + 1
     n = rows * 4

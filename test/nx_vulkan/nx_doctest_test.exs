@@ -11,6 +11,9 @@ defmodule Nx.Vulkan.NxDoctestTest do
 
   setup context do
     Fallback.put_process_mode(:raise)
+    # Nx's examples expect bad operands to raise at the call (triangular_solve's singular matrix):
+    # that is the immediate check mode; deferred checks are tested in errors_test.exs.
+    Nx.Vulkan.put_check_mode(:immediate)
     ResidencyRegister.count(:resident, context)
     :ok
   end
@@ -34,6 +37,7 @@ end
 
             setup context do
               Nx.Vulkan.Fallback.put_process_mode(:raise)
+              Nx.Vulkan.put_check_mode(:immediate)
               Nx.Vulkan.ResidencyRegister.count(:resident, context)
               :ok
             end
@@ -59,6 +63,7 @@ defmodule Nx.Vulkan.NxDoctestRegisterTest do
 
   setup context do
     Fallback.put_process_mode(:allow)
+    Nx.Vulkan.put_check_mode(:immediate)
     Fallback.tag_process({ResidencyRegister.entry_of(context.test), context.test})
     ResidencyRegister.count(:registered, context)
     :ok

@@ -5,10 +5,20 @@
 // converted).
 // Bindings: 0 in (read), 1 out (write). Push: pc[0] n, pc[1] rank (up to 8), pc[2] in offset,
 //           pc[3] out offset, pc[4..12] dims, pc[12..20] in strides, pc[20..28] out strides.
+// With DYNAMIC_OFFSET (slice and put_slice with tensor starts): binding 1 holds one int, the
+// clamped starts' offset that dynamic_offset.comp computed on the device, added to the input
+// offset (specialization constant 0 = 0: slice) or the output offset (1: put_slice); the output
+// is binding 2. Same push constants.
 #include "common.glsl"
 layout(local_size_x = WG) in;
 layout(set = 0, binding = 0) readonly buffer I { T x[]; };
+#ifdef DYNAMIC_OFFSET
+layout(constant_id = 0) const uint ON_OUTPUT = 0;
+layout(set = 0, binding = 1) readonly buffer D { int dynamic_offset[]; };
+layout(set = 0, binding = 2) buffer O { T y[]; };
+#else
 layout(set = 0, binding = 1) buffer O { T y[]; };
+#endif
 
 void main() {
   uint n = pc[0];
@@ -16,6 +26,9 @@ void main() {
   uint i = element_index();
   if (i >= n) return;
   int io = int(pc[2]), oo = int(pc[3]);
+#ifdef DYNAMIC_OFFSET
+  if (ON_OUTPUT == 0) io += dynamic_offset[0]; else oo += dynamic_offset[0];
+#endif
   uint rest = i;
   for (int d = int(rank) - 1; d >= 0; --d) {
     uint dim = pc[4 + d];

@@ -2,7 +2,7 @@
 use crate::context::ctx;
 use crate::error::{arg_error, Result};
 use crate::pipelines;
-use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, STATS};
+use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES, STATS};
 use crate::tensor::memory_stats;
 use rustler::{Encoder, Env, Term};
 use std::sync::atomic::Ordering;
@@ -144,6 +144,14 @@ fn stats(env: Env) -> Term {
             .map(|(name, n)| (*name, load(n)))
             .collect(),
     );
+    let host_syncs = map(
+        env,
+        HOST_SYNC_NAMES
+            .iter()
+            .zip(STATS.host_syncs.iter())
+            .filter_map(|(name, n)| name.map(|name| (name, load(n))))
+            .collect(),
+    );
     map(
         env,
         vec![
@@ -158,6 +166,7 @@ fn stats(env: Env) -> Term {
             ("barriers", load(&STATS.barriers)),
             ("submissions", load(&STATS.submissions)),
             ("flushes", flushes),
+            ("host_syncs", host_syncs),
             ("record_ns", load(&STATS.record_ns)),
             ("submit_ns", load(&STATS.submit_ns)),
             ("wait_ns", load(&STATS.wait_ns)),

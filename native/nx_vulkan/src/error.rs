@@ -1,18 +1,21 @@
 //! One error type for the whole crate. NIFs return `Result<T, Error>`; rustler encodes it as
 //! `{:ok, t}` or `{:error, {kind, message}}`, and `Nx.Vulkan.Native.unwrap!/1` turns the error
-//! into `ArgumentError` (kind `argument`), a host fallback (kind `unsupported`) or
-//! `Nx.Vulkan.Error` (kind `vulkan`).
+//! into `ArgumentError` (kind `argument`), `ArithmeticError` (kind `arithmetic`: a deferred check
+//! failed, see checks.rs), a host fallback (kind `unsupported`) or `Nx.Vulkan.Error` (kind `vulkan`).
 use rustler::{Encoder, Env, Term};
 use std::fmt::Display;
 
 pub mod atoms {
-    rustler::atoms! { argument, vulkan, unsupported, already_deallocated }
+    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated }
 }
 
 #[derive(Debug, Clone)]
 pub enum Error {
     /// The caller passed something invalid (shape, dtype, index).
     Argument(String),
+    /// Integer arithmetic Nx refuses (division by zero, a negative exponent), found by a
+    /// deferred check.
+    Arithmetic(String),
     /// The device cannot do this yet; the Elixir side routes the op through the host fallback
     /// and records this message as the reason.
     Unsupported(String),
@@ -40,6 +43,7 @@ impl Encoder for Error {
     fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
         match self {
             Error::Argument(m) => (atoms::argument(), m.as_str()).encode(env),
+            Error::Arithmetic(m) => (atoms::arithmetic(), m.as_str()).encode(env),
             Error::Unsupported(m) => (atoms::unsupported(), m.as_str()).encode(env),
             Error::Vulkan(m) => (atoms::vulkan(), m.as_str()).encode(env),
         }

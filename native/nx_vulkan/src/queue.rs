@@ -62,14 +62,32 @@ pub enum Command {
 
 #[derive(Clone, Copy, Debug)]
 pub enum FlushReason {
+    /// A host read of a tensor (`to_binary`, `to_number`, `inspect`...).
     Download = 0,
     Explicit = 1,
+    /// The host fallback: the flush before it runs and the downloads of its inputs.
     Fallback = 2,
     BatchCap = 3,
+    /// An op that needs a value on the host mid-work: only deferred checks in immediate mode
+    /// (`Nx.Vulkan.put_check_mode/1`) do now.
+    ValueRead = 4,
+    /// `Nx.Defn.Evaluator` reading a `while` condition or a `cond` predicate (its own reads,
+    /// not the backend's).
+    DefnControl = 5,
 }
-const FLUSH_REASONS: usize = 4;
+const FLUSH_REASONS: usize = 6;
 pub const FLUSH_REASON_NAMES: [&str; FLUSH_REASONS] =
-    ["download", "explicit", "fallback", "batch_cap"];
+    ["download", "explicit", "fallback", "batch_cap", "value_read_by_op", "defn_control"];
+/// Host syncs by reason (a caller blocked on a fence), named as `Nx.Vulkan.stats/0` shows them;
+/// the batch cap is not one (its submissions do not make the caller wait), so it has no name.
+pub const HOST_SYNC_NAMES: [Option<&str>; FLUSH_REASONS] = [
+    Some("download"),
+    Some("explicit_flush"),
+    Some("fallback"),
+    None,
+    Some("value_read_by_op"),
+    Some("defn_control"),
+];
 
 enum Control {
     /// Record what is pending into the open command buffer (submitting it whenever it reaches
@@ -102,6 +120,8 @@ pub struct Stats {
     pub barriers: AtomicU64,
     pub submissions: AtomicU64,
     pub flushes: [AtomicU64; FLUSH_REASONS],
+    /// Flushes whose caller waited on a fence (there was work pending or in flight), by reason.
+    pub host_syncs: [AtomicU64; FLUSH_REASONS],
     /// Nanoseconds the GPU thread spent recording, ending + submitting, and waiting on fences.
     pub record_ns: AtomicU64,
     pub submit_ns: AtomicU64,
@@ -117,6 +137,7 @@ pub static STATS: Stats = Stats {
     barriers: AtomicU64::new(0),
     submissions: AtomicU64::new(0),
     flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
+    host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
     record_ns: AtomicU64::new(0),
     submit_ns: AtomicU64::new(0),
     wait_ns: AtomicU64::new(0),
@@ -181,6 +202,10 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
             Control::Flush(reason, reply) => {
                 STATS.flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
+                // A flush with nothing recorded since the last one returns without a fence wait.
+                if recorder.open.is_some() || !recorder.in_flight.is_empty() {
+                    STATS.host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
+                }
                 recorder.guarded(|r| r.submit(true));
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
             }

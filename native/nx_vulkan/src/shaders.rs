@@ -174,6 +174,11 @@ kernels! {
     copy_b2 => "shaders/copy.comp", "T" = "uint16_t";
     copy_b4 => "shaders/copy.comp", "T" = "uint";
     copy_b8 => "shaders/copy.comp", "T" = "uint64_t";
+    copy_dynamic_b1 => "shaders/copy.comp", "T" = "uint8_t", "DYNAMIC_OFFSET" = "1";
+    copy_dynamic_b2 => "shaders/copy.comp", "T" = "uint16_t", "DYNAMIC_OFFSET" = "1";
+    copy_dynamic_b4 => "shaders/copy.comp", "T" = "uint", "DYNAMIC_OFFSET" = "1";
+    copy_dynamic_b8 => "shaders/copy.comp", "T" = "uint64_t", "DYNAMIC_OFFSET" = "1";
+    dynamic_offset => "shaders/dynamic_offset.comp";
 
     fill_b1 => "shaders/fill.comp", "T" = "uint8_t", "ELEM_BYTES" = "1";
     fill_b2 => "shaders/fill.comp", "T" = "uint16_t", "ELEM_BYTES" = "2";

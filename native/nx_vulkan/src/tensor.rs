@@ -1,6 +1,7 @@
 //! Device buffers: the `DeviceBuffer` resource behind every `Nx.Vulkan.Backend` tensor, and the
 //! upload and download NIFs. A buffer is plain bytes; shape and dtype live on the Elixir side, so
 //! reshape, squeeze and bitcast never touch the device.
+use crate::checks::{self, CheckSet};
 use crate::context::ctx;
 use crate::error::{arg_error, Error, Result};
 use crate::queue::{self, Command, FlushReason};
@@ -19,6 +20,8 @@ pub struct DeviceBuffer {
     pub bytes: u64,
     /// Shared buffers (cached constants) ignore deallocation: others still use them.
     pinned: AtomicBool,
+    /// The deferred checks this tensor depends on (checks.rs); None for nearly every tensor.
+    pub checks: Mutex<Option<Arc<CheckSet>>>,
 }
 
 impl DeviceBuffer {
@@ -91,7 +94,7 @@ fn pin(tensor: BufferRef) -> rustler::Atom {
 /// (tensor buffers at once, staging buffers once their Arc count of one says no pending or
 /// in-flight command uses them: see `take`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
+pub(crate) enum Kind {
     Tensor,
     Upload,
     Download,
@@ -144,7 +147,7 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
     Some(buffer)
 }
 
-fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
+pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
     let class = buffer.size();
     if class > POOL_MAX_BUFFER || !class.is_power_of_two() {
         return;
@@ -185,7 +188,7 @@ pub fn memory_stats() -> (u64, u64, u64) {
     )
 }
 
-fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
+pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
     let c = ctx()?;
     // Pooled sizes are powers of two (never zero-sized, 8-byte kernels stay aligned); buffers
     // too large to pool are rounded to 16 bytes.
@@ -245,6 +248,7 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
         buffer: Mutex::new(Some(buffer)),
         bytes,
         pinned: AtomicBool::new(false),
+        checks: Mutex::new(None),
     }))
 }
 
@@ -274,19 +278,32 @@ fn upload(data: Binary) -> Result<BufferRef> {
 }
 
 /// Downloads `bytes` bytes (at most the tensor's size) of a tensor: queues a copy into a staging
-/// buffer, flushes the queue (one submission, one fence wait) and reads the staging buffer.
+/// buffer (and reads of the tensor's deferred checks, see checks.rs), flushes the queue (one
+/// submission, one fence wait, counted as a host sync for `reason`) and reads the staging buffer;
+/// a failed check is the result instead.
 #[rustler::nif(schedule = "DirtyIo")]
-fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64) -> Result<Binary<'a>> {
+fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::Atom) -> Result<Binary<'a>> {
+    let reason = read_reason(reason)?;
     let bytes = bytes.min(tensor.bytes);
     let mut out = NewBinary::new(env, bytes as usize);
-    if bytes > 0 {
+    let checks = checks::record_reads(&tensor)?;
+    let stage = if bytes > 0 {
         let stage = raw_buffer(Kind::Download, bytes)?;
         queue::record(Command::Copy {
             src: tensor.get()?,
             dst: stage.clone(),
             bytes,
         })?;
-        queue::flush(FlushReason::Download)?;
+        Some(stage)
+    } else {
+        None
+    };
+    // Nothing to copy (an empty tensor without checks to read): no flush, as before.
+    if stage.is_some() || checks.reads_values() {
+        queue::flush(reason)?;
+    }
+    checks.finish(&tensor)?;
+    if let Some(stage) = stage {
         let guard = stage
             .read()
             .map_err(|e| Error::vulkan("mapping a download buffer", e))?;
@@ -295,6 +312,23 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64) -> Result<Binary<'a
         give_back(Kind::Download, stage);
     }
     Ok(out.into())
+}
+
+mod atoms {
+    rustler::atoms! { download, fallback, defn_control }
+}
+
+/// Who reads: the user (`download`), the host fallback, or `Nx.Defn.Evaluator`'s control flow.
+fn read_reason(reason: rustler::Atom) -> Result<FlushReason> {
+    if reason == atoms::download() {
+        Ok(FlushReason::Download)
+    } else if reason == atoms::fallback() {
+        Ok(FlushReason::Fallback)
+    } else if reason == atoms::defn_control() {
+        Ok(FlushReason::DefnControl)
+    } else {
+        Err(arg_error!("a download's reason is :download, :fallback or :defn_control"))
+    }
 }
 
 #[rustler::nif]

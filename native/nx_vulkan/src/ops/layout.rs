@@ -22,17 +22,60 @@ pub fn strided_copy(
     dst_strides: &[i64],
     dims: &[u64],
 ) -> Result<()> {
+    copy_with_offset(elem_bytes, src, src_offset, src_strides, dst, dst_offset, dst_strides, dims, None)
+}
+
+/// An offset only the device knows (dynamic_offset's result), added to one side of a copy.
+#[derive(Clone)]
+struct DeviceOffset {
+    /// One int, in elements of the width the copy moves (c128: 8-byte halves).
+    offset: BufferRef,
+    on_dst: bool,
+    /// The largest value it can take (every start at its clamp bound), for the extent check.
+    max: i64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy_with_offset(
+    elem_bytes: u64,
+    src: &BufferRef,
+    src_offset: i64,
+    src_strides: &[i64],
+    dst: &BufferRef,
+    dst_offset: i64,
+    dst_strides: &[i64],
+    dims: &[u64],
+    device_offset: Option<&DeviceOffset>,
+) -> Result<()> {
     if src_strides.len() != dims.len() || dst_strides.len() != dims.len() {
         return Err(arg_error!("strides and dims must have the same length"));
     }
     if elem_bytes == 16 {
-        // c128: pairs of 8-byte halves, with the pair as an innermost axis.
+        // c128: pairs of 8-byte halves, with the pair as an innermost axis (the device offset
+        // is already counted in halves).
         let pairs = |strides: &[i64]| strides.iter().map(|s| s * 2).chain([1]).collect::<Vec<_>>();
         let dims: Vec<u64> = dims.iter().copied().chain([2]).collect();
-        return strided_copy(8, src, src_offset * 2, &pairs(src_strides), dst, dst_offset * 2, &pairs(dst_strides), &dims);
+        let halves = device_offset.map(|d| DeviceOffset { max: d.max * 2, ..d.clone() });
+        return copy_with_offset(
+            8,
+            src,
+            src_offset * 2,
+            &pairs(src_strides),
+            dst,
+            dst_offset * 2,
+            &pairs(dst_strides),
+            &dims,
+            halves.as_ref(),
+        );
     }
     check_extent(src, elem_bytes, src_offset, dims, src_strides)?;
     check_extent(dst, elem_bytes, dst_offset, dims, dst_strides)?;
+    if let Some(d) = device_offset {
+        // The offset is clamped on the device to [0, max]: both ends must fit.
+        let (buffer, offset, strides) =
+            if d.on_dst { (dst, dst_offset, dst_strides) } else { (src, src_offset, src_strides) };
+        check_extent(buffer, elem_bytes, offset + d.max, dims, strides)?;
+    }
     let n = element_count(dims);
     if n == 0 {
         return Ok(());
@@ -46,7 +89,117 @@ pub fn strided_copy(
     push.set_dims(4, &cdims)?;
     push.set_strides(12, &strides[0])?;
     push.set_strides(20, &strides[1])?;
-    dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n))
+    match device_offset {
+        None => dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n)),
+        Some(d) => {
+            let kernel = by_width(
+                elem_bytes,
+                shaders::copy_dynamic_b1,
+                shaders::copy_dynamic_b2,
+                shaders::copy_dynamic_b4,
+                shaders::copy_dynamic_b8,
+            )?;
+            dispatch(kernel, d.on_dst as u32, &[src, &d.offset, dst], push, elementwise_groups(n))
+        }
+    }
+}
+
+/// Start indices that are tensors (Nx's dynamic slicing): scalars of any integer type, each with
+/// the most it may be (dim - length: Nx clamps such starts so the slice fits) and the stride, in
+/// elements, it moves the slice by.
+const MAX_DYNAMIC_STARTS: usize = 8;
+
+/// Queues dynamic_offset.comp over the starts; returns the device offset it will hold.
+fn device_offset(
+    elem_bytes: u64,
+    starts: &[(BufferRef, Dtype)],
+    max_starts: &[u64],
+    strides: &[i64],
+    on_dst: bool,
+) -> Result<DeviceOffset> {
+    if starts.is_empty() || starts.len() != max_starts.len() || starts.len() != strides.len() {
+        return Err(arg_error!("dynamic starts: one max start and one stride per start tensor"));
+    }
+    if starts.len() > MAX_DYNAMIC_STARTS {
+        return Err(unsupported!("more than {MAX_DYNAMIC_STARTS} tensor start indices"));
+    }
+    // c128 copies move 8-byte halves: count the offset in halves.
+    let unit = if elem_bytes == 16 { 2 } else { 1 };
+    let mut push = Push::new();
+    push.set(0, starts.len() as u64)?;
+    let mut types = 0u64;
+    let mut max = 0i64;
+    for (i, (start, dtype)) in starts.iter().enumerate() {
+        let (log2_bytes, signed) = match dtype {
+            Dtype::S8 => (0, true),
+            Dtype::S16 => (1, true),
+            Dtype::S32 => (2, true),
+            Dtype::S64 => (3, true),
+            Dtype::U8 => (0, false),
+            Dtype::U16 => (1, false),
+            Dtype::U32 => (2, false),
+            Dtype::U64 => (3, false),
+            other => return Err(arg_error!("a start index must be an integer tensor, got {}", other.name())),
+        };
+        if start.bytes < dtype.bytes() {
+            return Err(arg_error!("a start index must be a scalar tensor"));
+        }
+        types |= (log2_bytes | (signed as u64) << 2) << (4 * i);
+        push.set(2 + i, max_starts[i])?;
+        push.set_signed(10 + i, strides[i] * unit)?;
+        max += max_starts[i] as i64 * strides[i];
+    }
+    push.set(1, types)?;
+    let offset = alloc(4)?;
+    let bindings: Vec<&BufferRef> = (0..MAX_DYNAMIC_STARTS)
+        .map(|i| &starts.get(i).unwrap_or(&starts[0]).0)
+        .chain([&offset])
+        .collect();
+    dispatch(shaders::dynamic_offset, 0, &bindings, push, [1, 1, 1])?;
+    Ok(DeviceOffset { offset, on_dst, max })
+}
+
+/// slice with tensor starts: a new contiguous tensor of shape `dims` read from `src` at `offset`
+/// (the integer starts' part) plus the clamped tensor starts' part, through `strides`.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn dynamic_slice(
+    elem_bytes: u64,
+    src: BufferRef,
+    offset: i64,
+    dims: Vec<u64>,
+    strides: Vec<i64>,
+    starts: Vec<(BufferRef, Dtype)>,
+    max_starts: Vec<u64>,
+    start_strides: Vec<i64>,
+) -> Result<BufferRef> {
+    let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, false)?;
+    let out = alloc(element_count(&dims) * elem_bytes)?;
+    let out_strides = contiguous_strides(&dims);
+    copy_with_offset(elem_bytes, &src, offset, &strides, &out, 0, &out_strides, &dims, Some(&device))?;
+    Ok(out)
+}
+
+/// put_slice with tensor starts, into `dst` (a copy of the target the caller has just made):
+/// `src` (contiguous, shape `dims`) written at `offset` plus the clamped tensor starts' part,
+/// through `dst_strides`.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn dynamic_put_slice(
+    elem_bytes: u64,
+    dst: BufferRef,
+    offset: i64,
+    dst_strides: Vec<i64>,
+    src: BufferRef,
+    dims: Vec<u64>,
+    starts: Vec<(BufferRef, Dtype)>,
+    max_starts: Vec<u64>,
+    start_strides: Vec<i64>,
+) -> Result<BufferRef> {
+    let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, true)?;
+    let src_strides = contiguous_strides(&dims);
+    copy_with_offset(elem_bytes, &src, 0, &src_strides, &dst, offset, &dst_strides, &dims, Some(&device))?;
+    Ok(dst)
 }
 
 /// A new contiguous tensor of shape `dims` read from `src` through `offset` and `strides`.

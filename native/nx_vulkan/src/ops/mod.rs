@@ -191,6 +191,9 @@ fn record(
     push: Push,
     groups: [u32; 3],
 ) -> Result<()> {
+    if let Some((out, inputs)) = bindings.split_last() {
+        crate::checks::inherit(out, inputs)?;
+    }
     let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
     queue::record(Command::Dispatch(Dispatch {
         pipeline,

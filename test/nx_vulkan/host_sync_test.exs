@@ -1,0 +1,241 @@
+Code.require_file("../../examples/mnist_mlp.exs", __DIR__)
+
+defmodule Nx.Vulkan.HostSyncTest.Defns do
+  import Nx.Defn
+
+  # Dynamic slice + put_slice with tensor starts computed on the device from the loop counter:
+  # some starts fall outside the tensor (negative, or past dim - length) and clamp.
+  defn slice_loop(t, acc, n) do
+    {_, acc, _, _} =
+      while {t, acc, i = 0, n}, i < n do
+        row = Nx.remainder(i * 5, 13) - 4
+        col = Nx.as_type(Nx.remainder(i * 3, 9), :u8)
+        piece = Nx.slice(t, [row, col], [2, 3])
+        acc = Nx.put_slice(acc, [Nx.as_type(row + 1, :s16), 2], piece * 2 + i)
+        {t, acc, i + 1, n}
+      end
+
+    acc
+  end
+
+  defn(draw(key), do: Nx.Random.uniform(key, shape: {100}))
+
+  defn(divide(a, b), do: Nx.quotient(a, b) + 1)
+end
+
+defmodule Nx.Vulkan.HostSyncTest do
+  # Not async: host_syncs are global counters, and the tests change the batch cap.
+  use Nx.Vulkan.DeviceCase, async: false
+  alias Nx.Vulkan.HostSyncTest.Defns
+
+  setup do
+    previous = Nx.Vulkan.batch_max()
+    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
+    :ok
+  end
+
+  # The host syncs `fun` causes, by reason (only the nonzero ones), and its result.
+  defp syncs(fun) do
+    before = Nx.Vulkan.stats().host_syncs
+    result = fun.()
+    after_run = Nx.Vulkan.stats().host_syncs
+
+    delta =
+      for {reason, n} <- after_run, n != before[reason], into: %{}, do: {reason, n - before[reason]}
+
+    {result, delta}
+  end
+
+  # Runs `fun` at caps 0, 4 and 64: the results (binaries) and the host syncs must be the same.
+  defp across_caps(fun) do
+    runs =
+      for cap <- [0, 4, 64] do
+        Nx.Vulkan.set_batch_max(cap)
+        syncs(fun)
+      end
+
+    assert length(Enum.uniq(runs)) == 1, "results or host syncs differ across batch caps"
+    hd(runs)
+  end
+
+  defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+  # Start values per type: in range, negative (clamp to 0), past the end (clamp to dim - length),
+  # and beyond 32 bits for the 64-bit types.
+  defp start_values({:u, 8}), do: [0, 3, 255]
+  defp start_values({:u, 64}), do: [1, 2 ** 63 + 5, 2 ** 40]
+  defp start_values({:u, _}), do: [2, 4, 65_535]
+  defp start_values({:s, 64}), do: [-2 ** 40, 3, 2 ** 40, -1]
+  defp start_values({:s, _}), do: [-7, 1, 4, 100]
+
+  @start_types [{:s, 8}, {:s, 16}, {:s, 32}, {:s, 64}, {:u, 8}, {:u, 16}, {:u, 32}, {:u, 64}]
+
+  # The eager loop: slice then put_slice, with tensor starts of one type mixed with an integer;
+  # `backend` says where the start tensors live.
+  defp eager_loop(t, acc, backend) do
+    for type <- @start_types, value <- start_values(type), reduce: acc do
+      acc ->
+        start = Nx.tensor(value, type: type, backend: backend)
+        other = Nx.tensor(rem(value, 3), type: type, backend: backend)
+        piece = Nx.slice(t, [start, 1, other], [2, 3, 2])
+        piece = Nx.slice(t, [1, start, 0], [2, 3, 2]) |> Nx.add(piece)
+        Nx.put_slice(acc, [other, start, 2], piece)
+    end
+  end
+
+  test "eager dynamic slice + put_slice: every start type, clamped starts, one sync at the read" do
+    t = Nx.iota({5, 6, 4}, type: :f32, backend: Nx.Vulkan.Backend)
+    acc = Nx.broadcast(Nx.tensor(-1.0, backend: Nx.Vulkan.Backend), {4, 7, 5})
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+        eager_loop(host(t), host(acc), Nx.BinaryBackend)
+      end)
+
+    {binary, syncs} =
+      across_caps(fn -> eager_loop(t, acc, Nx.Vulkan.Backend) |> Nx.to_binary() end)
+
+    assert binary == Nx.to_binary(expected)
+    assert syncs == %{download: 1}
+    assert Nx.Vulkan.Fallback.tagged(Process.get(:nx_vulkan_fallback_tag)) == 0
+  end
+
+  test "dynamic starts in every element width and in c128 match the BinaryBackend" do
+    for type <- [:u8, :s16, :f32, :f64, :c64, :c128] do
+      t = Nx.iota({4, 5}, type: type, backend: Nx.Vulkan.Backend)
+      start = Nx.tensor(3, type: :s32, backend: Nx.Vulkan.Backend)
+      slice = Nx.slice(t, [start, start], [2, 2])
+      put = Nx.put_slice(t, [1, start], Nx.multiply(slice, 2))
+
+      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+        th = host(t)
+
+        assert Nx.to_binary(slice) ==
+                 Nx.to_binary(Nx.slice(th, [Nx.tensor(3), Nx.tensor(3)], [2, 2]))
+
+        hs = Nx.slice(th, [Nx.tensor(3), Nx.tensor(3)], [2, 2])
+
+        assert Nx.to_binary(put) ==
+                 Nx.to_binary(Nx.put_slice(th, [1, Nx.tensor(3)], Nx.multiply(hs, 2)))
+      end)
+    end
+  end
+
+  test "strided slices with tensor starts" do
+    t = Nx.iota({7, 9}, type: :s32, backend: Nx.Vulkan.Backend)
+
+    for {r, c} <- [{0, 0}, {2, 5}, {-4, 30}] do
+      starts = [Nx.tensor(r, backend: Nx.Vulkan.Backend), Nx.tensor(c, backend: Nx.Vulkan.Backend)]
+      actual = Nx.slice(t, starts, [4, 5], strides: [2, 3])
+
+      expected =
+        Nx.with_default_backend(Nx.BinaryBackend, fn ->
+          Nx.slice(host(t), [Nx.tensor(r), Nx.tensor(c)], [4, 5], strides: [2, 3])
+        end)
+
+      assert Nx.to_binary(actual) == Nx.to_binary(expected)
+    end
+  end
+
+  test "a defn while loop of dynamic slices: only the Evaluator's condition reads and the final read" do
+    n = 25
+    t = Nx.iota({9, 8}, type: :f32, backend: Nx.Vulkan.Backend)
+    acc = Nx.broadcast(Nx.tensor(0.0, backend: Nx.Vulkan.Backend), {6, 7})
+    loop = Nx.Defn.jit(&Defns.slice_loop/3)
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> loop.(host(t), host(acc), n) end)
+
+    {binary, syncs} = across_caps(fn -> loop.(t, acc, n) |> Nx.to_binary() end)
+    assert binary == Nx.to_binary(expected)
+    # The Evaluator reads the condition n + 1 times (Nx.to_number in its while/5); the backend
+    # itself reads nothing until the result is read.
+    assert syncs == %{defn_control: n + 1, download: 1}
+  end
+
+  test "Nx.Random inside defn: the backend reads nothing before the result" do
+    key = Nx.Random.key(42) |> Nx.backend_transfer(Nx.Vulkan.Backend)
+    draw = Nx.Defn.jit(&Defns.draw/1)
+
+    {expected, _} =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> draw.(host(key)) end)
+
+    {binary, syncs} =
+      across_caps(fn ->
+        {values, _key} = draw.(key)
+        Nx.to_binary(values)
+      end)
+
+    assert binary == Nx.to_binary(expected)
+    # Nx.Random's threefry runs `while` loops: the Evaluator reads their conditions (62 reads
+    # with Nx 0.13). The backend reads nothing but the result.
+    assert syncs.defn_control > 0
+    assert Map.delete(syncs, :defn_control) == %{download: 1}
+  end
+
+  test "integer division by a tensor: checked on the device, raised at the read" do
+    a = Nx.tensor([7, -8, 9, 100], type: :s32, backend: Nx.Vulkan.Backend)
+    good = Nx.tensor([2, 3, -4, 7], type: :s32, backend: Nx.Vulkan.Backend)
+    bad = Nx.tensor([2, 0, -4, 7], type: :s32, backend: Nx.Vulkan.Backend)
+    divide = Nx.Defn.jit(&Defns.divide/2)
+
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> divide.(host(a), host(good)) end)
+    {binary, syncs} = across_caps(fn -> divide.(a, good) |> Nx.to_binary() end)
+    assert binary == Nx.to_binary(expected)
+    # The check's flag is read in the same submission as the data.
+    assert syncs == %{download: 1}
+
+    {result, syncs} = syncs(fn -> divide.(a, bad) end)
+    assert syncs == %{}
+
+    {_, syncs} =
+      syncs(fn ->
+        assert_raise ArithmeticError, "integer quotient by zero (a divisor is 0)", fn ->
+          Nx.to_binary(result)
+        end
+      end)
+
+    assert syncs == %{download: 1}
+
+    # Eager, unsigned too.
+    {quotient, syncs} =
+      syncs(fn -> Nx.quotient(Nx.as_type(a, :u16), Nx.as_type(bad, :u16)) end)
+
+    assert syncs == %{}
+
+    assert_raise ArithmeticError, ~r/integer quotient by zero/, fn ->
+      Nx.to_number(Nx.sum(quotient))
+    end
+  end
+
+  test "the MNIST step syncs once per step, at the loss read" do
+    {params, x, labels} = MNISTMLP.inputs({32, 784, 128, 10}, Nx.Vulkan.Backend)
+    step = Nx.Defn.jit(&MNISTMLP.step/3)
+    sgd = Nx.Defn.jit(&MNISTMLP.sgd/3)
+
+    {_, syncs} =
+      syncs(fn ->
+        Enum.reduce(1..3, params, fn _, params ->
+          {loss, grads} = step.(params, x, labels)
+          assert is_float(Nx.to_number(loss))
+          sgd.(params, grads, 0.1)
+        end)
+      end)
+
+    assert syncs == %{download: 3}
+  end
+
+  test "explicit flushes count, and only when there is work to wait for" do
+    Nx.Vulkan.flush()
+    {_, syncs} = syncs(fn -> Nx.Vulkan.flush() end)
+    assert syncs == %{}
+
+    {_, syncs} =
+      syncs(fn ->
+        Nx.add(Nx.tensor([1.0], backend: Nx.Vulkan.Backend), 1.0)
+        Nx.Vulkan.flush()
+      end)
+
+    assert syncs == %{explicit_flush: 1}
+  end
+end
