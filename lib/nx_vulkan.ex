@@ -26,6 +26,14 @@ defmodule Nx.Vulkan do
   constant operand (`Nx.quotient(a, 0)`) raises at the call. `put_check_mode(:immediate)` makes
   this process's ops raise at the call instead, at one host sync each.
 
+  ## Schedulers
+
+  No NIF that runs on a normal BEAM scheduler waits or compiles: an op records its work and
+  returns in microseconds. The first use of a kernel variant queues its pipeline for background
+  builder threads (niced; compiling takes 50-150 ms per variant on lavapipe) and the dispatch is
+  recorded against it; a read (on a dirty scheduler) waits for it like for any pending work.
+  Pipelines persist across VM starts in an on-disk VkPipelineCache (`NXV_PIPELINE_CACHE`).
+
   ## Environment
 
     * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,
@@ -40,6 +48,9 @@ defmodule Nx.Vulkan do
       class, see `Nx.Vulkan.Device.configure!/0`).
     * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
       (default `0`).
+    * `NXV_PIPELINE_CACHE` - directory of the on-disk pipeline cache (default
+      `$XDG_CACHE_HOME/nx_vulkan`, else `~/.cache/nx_vulkan`; `off` disables it). A file written
+      for another device or driver, or corrupt, is ignored and replaced.
     * `NXV_ELEMENTS_PER_INVOCATION` - `1`, `2`, `4`, `8` or `16`: elements each invocation of the
       element-wise kernels visits (default 4 on GPUs, 1 on CPU devices); read at application
       start, anything else stops the start.

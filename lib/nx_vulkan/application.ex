@@ -13,4 +13,12 @@ defmodule Nx.Vulkan.Application do
     Nx.Vulkan.Device.configure!()
     Supervisor.start_link([], strategy: :one_for_one, name: Nx.Vulkan.Supervisor)
   end
+
+  # The builder threads save the pipeline cache after each burst of creations; this saves the
+  # last ones (a VM that stops right after a first use).
+  @impl true
+  def prep_stop(state) do
+    Nx.Vulkan.Native.save_pipeline_cache()
+    state
+  end
 end

@@ -51,6 +51,9 @@ defmodule Nx.Vulkan.Native do
   def stats, do: nif_error()
   def set_gpu_timing(_on), do: nif_error()
 
+  # pipeline_disk_cache.rs
+  def save_pipeline_cache, do: nif_error()
+
   # ops/elementwise.rs
   def unary_op(_op, _type, _x, _n), do: nif_error()
   def fft(_inverse, _rows, _n, _x, _eps), do: nif_error()

@@ -120,6 +120,9 @@ fn configure(
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
+    // Called once at application start (Nx.Vulkan.Device.configure!/0).
+    static PRELOAD: std::sync::Once = std::sync::Once::new();
+    PRELOAD.call_once(pipelines::preload_modules);
     Ok(rustler::types::atom::ok())
 }
 
@@ -132,7 +135,8 @@ fn set_gpu_timing(on: bool) -> rustler::Atom {
 
 #[rustler::nif]
 fn stats(env: Env) -> Term {
-    let (created, hits, cached) = pipelines::stats();
+    let (created, hits, cached, create_us) = pipelines::stats();
+    let (disk_cache_path, disk_cache) = crate::pipeline_disk_cache::info();
     let (live_bytes, live_buffers, peak_bytes) = memory_stats();
     let (pool_hits, pool_misses, pooled_bytes) = crate::tensor::pool_stats();
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).encode(env);
@@ -175,6 +179,8 @@ fn stats(env: Env) -> Term {
             ("pipelines_created", created.encode(env)),
             ("pipeline_hits", hits.encode(env)),
             ("pipelines_cached", cached.encode(env)),
+            ("pipeline_create_us", create_us.encode(env)),
+            ("pipeline_disk_cache", disk_cache_term(env, disk_cache_path, disk_cache)),
             ("live_bytes", live_bytes.encode(env)),
             ("live_buffers", live_buffers.encode(env)),
             ("peak_bytes", peak_bytes.encode(env)),
@@ -182,6 +188,27 @@ fn stats(env: Env) -> Term {
             ("buffer_pool_misses", pool_misses.encode(env)),
             ("pooled_bytes", pooled_bytes.encode(env)),
             ("pool_max_bytes", crate::tensor::pool_max_bytes().encode(env)),
+        ],
+    )
+}
+
+/// `%{path: path | nil, status: :off | :missing | :loaded | :ignored, bytes: n, reason: why}`.
+fn disk_cache_term<'a>(env: Env<'a>, path: Option<String>, loaded: crate::pipeline_disk_cache::Loaded) -> Term<'a> {
+    use crate::pipeline_disk_cache::Loaded;
+    let atom = |s: &str| rustler::Atom::from_str(env, s).unwrap().encode(env);
+    let (status, bytes, reason) = match loaded {
+        Loaded::Off => ("off", 0, String::new()),
+        Loaded::Missing => ("missing", 0, String::new()),
+        Loaded::Loaded(n) => ("loaded", n, String::new()),
+        Loaded::Ignored(why) => ("ignored", 0, why),
+    };
+    map(
+        env,
+        vec![
+            ("path", path.encode(env)),
+            ("status", atom(status)),
+            ("bytes", bytes.encode(env)),
+            ("reason", reason.encode(env)),
         ],
     )
 }

@@ -6,6 +6,7 @@ mod device;
 mod dtype;
 mod error;
 mod ops;
+mod pipeline_disk_cache;
 mod pipelines;
 mod policy;
 mod queue;

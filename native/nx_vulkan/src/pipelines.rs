@@ -1,12 +1,28 @@
 //! The pipeline cache: every compute pipeline is created once, keyed by kernel (shader family and
 //! dtype variant) and specialization constants, and reused. Counters show creations vs hits.
+//!
+//! Creating a pipeline compiles the shader (100-140 ms per variant on lavapipe, LLVM), far too long
+//! for the normal BEAM scheduler an op NIF runs on. So an op never creates one: on a miss it loads
+//! the shader module (a SPIR-V copy, microseconds; a module the device cannot run fails here, so
+//! the op still goes to the host fallback at once), queues the variant for the builder threads and
+//! records its dispatch against the `Pipeline` slot. The GPU thread waits for the slot (or builds
+//! it itself if no builder has started it) when it records the dispatch; the caller only waits at
+//! a read, on a dirty scheduler, as for any pending work. A creation error is reported at that
+//! flush, as a recording error is.
+//!
+//! Pipelines go through one VkPipelineCache, saved to disk (pipeline_disk_cache.rs) after each burst
+//! of creations and at application stop, and loaded at start, so a second VM start compiles nothing
+//! the first one compiled.
 use crate::context::ctx;
 use crate::error::{unsupported, Error, Result};
+use crate::pipeline_disk_cache;
+use crossbeam_channel::{unbounded, Sender};
 use dashmap::DashMap;
-use once_cell::sync::Lazy;
+use once_cell::sync::{Lazy, OnceCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 use vulkano::descriptor_set::layout::DescriptorSetLayoutCreateFlags;
 use vulkano::device::Device;
 use vulkano::pipeline::compute::ComputePipelineCreateInfo;
@@ -31,79 +47,168 @@ pub struct Kernel {
 /// specialization constant 0.
 type Key = (usize, usize, u32);
 
-/// A pipeline and how many elements each invocation visits (specialization constant 2 of the
-/// element-wise kernels, common.glsl's FOR_EACH_ELEMENT; 1 for every other kernel).
-type Cached = (Arc<ComputePipeline>, u32);
-
-static PIPELINE_CACHE: Lazy<DashMap<Key, Cached>> = Lazy::new(DashMap::new);
-
-pub static CREATED: AtomicU64 = AtomicU64::new(0);
-pub static HITS: AtomicU64 = AtomicU64::new(0);
-
-/// The pipeline for `kernel` with specialization constant 0 set to `op` (kernels without one ignore it).
-pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<ComputePipeline>> {
-    Ok(cached(kernel, op)?.0)
+/// One pipeline variant, created at most once (by a builder thread or the GPU thread, whichever
+/// comes first; the other waits for it).
+pub struct Pipeline {
+    kernel: Kernel,
+    op: u32,
+    module: Arc<ShaderModule>,
+    /// Elements each invocation visits (specialization constant 2 of the element-wise kernels,
+    /// common.glsl's FOR_EACH_ELEMENT; 1 for every other kernel).
+    pub per_invocation: u32,
+    created: OnceCell<Result<Arc<ComputePipeline>>>,
 }
 
-/// The pipeline and its elements per invocation.
-pub fn cached(kernel: Kernel, op: u32) -> Result<Cached> {
+impl Pipeline {
+    /// The created pipeline; creates it now if nobody has started to (blocks while another thread
+    /// creates it). Called on the GPU thread and the builder threads only.
+    pub fn get(&self) -> Result<&Arc<ComputePipeline>> {
+        self.created.get_or_init(|| self.create()).as_ref().map_err(Clone::clone)
+    }
+
+    fn create(&self) -> Result<Arc<ComputePipeline>> {
+        let started = Instant::now();
+        let c = ctx()?;
+        let name = self.kernel.name;
+        let mut spec = HashMap::default();
+        let constants = self.module.specialization_constants();
+        if constants.contains_key(&0) {
+            spec.insert(0, SpecializationConstant::U32(self.op));
+        }
+        // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
+        if constants.contains_key(&1) {
+            spec.insert(1, SpecializationConstant::Bool(!crate::policy::cpu_device()));
+        }
+        if constants.contains_key(&2) {
+            spec.insert(2, SpecializationConstant::U32(self.per_invocation));
+        }
+        let entry = self
+            .module
+            .specialize(spec)
+            .map_err(|e| Error::vulkan(&format!("specializing {name}"), e))?
+            .entry_point("main")
+            .ok_or_else(|| Error::Vulkan(format!("kernel {name} has no main")))?;
+        let stage = PipelineShaderStageCreateInfo::new(entry);
+        let mut layout_info = PipelineDescriptorSetLayoutCreateInfo::from_stages([&stage]);
+        for set in layout_info.set_layouts.iter_mut() {
+            set.flags |= DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR;
+        }
+        let layout_info = layout_info
+            .into_pipeline_layout_create_info(c.device.clone())
+            .map_err(|e| Error::vulkan(&format!("pipeline layout of {name}"), format!("{e:?}")))?;
+        let layout = PipelineLayout::new(c.device.clone(), layout_info)
+            .map_err(|e| Error::vulkan(&format!("pipeline layout of {name}"), e))?;
+        let pipeline = ComputePipeline::new(
+            c.device.clone(),
+            pipeline_disk_cache::cache(),
+            ComputePipelineCreateInfo::stage_layout(stage, layout),
+        )
+        .map_err(|e| Error::vulkan(&format!("creating pipeline {name}"), e))?;
+        let us = started.elapsed().as_micros() as u64;
+        CREATED.fetch_add(1, Ordering::Relaxed);
+        CREATE_US.fetch_add(us, Ordering::Relaxed);
+        pipeline_disk_cache::mark_dirty();
+        Ok(pipeline)
+    }
+}
+
+static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<Pipeline>>> = Lazy::new(DashMap::new);
+/// Shader modules by kernel, shared by its specializations.
+static MODULES: Lazy<DashMap<(usize, usize), Result<Arc<ShaderModule>>>> = Lazy::new(DashMap::new);
+
+pub static CREATED: AtomicU64 = AtomicU64::new(0);
+pub static CREATE_US: AtomicU64 = AtomicU64::new(0);
+pub static HITS: AtomicU64 = AtomicU64::new(0);
+
+/// The pipeline slot for `kernel` with specialization constant 0 set to `op` (kernels without one
+/// ignore it). Never creates the pipeline (see the module doc): safe on a normal scheduler.
+pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
     let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op);
     if let Some(p) = PIPELINE_CACHE.get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(p.clone());
     }
-    let created = create(kernel, op)?;
-    CREATED.fetch_add(1, Ordering::Relaxed);
-    Ok(PIPELINE_CACHE.entry(key).or_insert(created).clone())
+    let module = module(kernel)?;
+    let per_invocation = if module.specialization_constants().contains_key(&2) {
+        crate::policy::elements_per_invocation()
+    } else {
+        1
+    };
+    let slot = Arc::new(Pipeline {
+        kernel,
+        op,
+        module,
+        per_invocation,
+        created: OnceCell::new(),
+    });
+    let slot = PIPELINE_CACHE.entry(key).or_insert(slot).clone();
+    // A builder starts on it now, so it is usually ready by the time the GPU thread records it.
+    let _ = BUILDERS.send(slot.clone());
+    Ok(slot)
 }
 
-fn create(kernel: Kernel, op: u32) -> Result<Cached> {
-    let c = ctx()?;
+fn module(kernel: Kernel) -> Result<Arc<ShaderModule>> {
+    let key = (kernel.name.as_ptr() as usize, kernel.name.len());
+    if let Some(m) = MODULES.get(&key) {
+        return m.clone();
+    }
     // A module that needs a feature the device lacks (f64, int64, 8/16-bit storage) fails here:
-    // that is "the device cannot do this", so the op goes through the host fallback.
-    let module = (kernel.load)(c.device.clone())
-        .map_err(|e| unsupported!("kernel {} is not available on this device ({e})", kernel.name))?;
-    let mut spec = HashMap::default();
-    if module.specialization_constants().contains_key(&0) {
-        spec.insert(0, SpecializationConstant::U32(op));
-    }
-    // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
-    if module.specialization_constants().contains_key(&1) {
-        spec.insert(1, SpecializationConstant::Bool(!crate::policy::cpu_device()));
-    }
-    let mut per_invocation = 1;
-    if module.specialization_constants().contains_key(&2) {
-        per_invocation = crate::policy::elements_per_invocation();
-        spec.insert(2, SpecializationConstant::U32(per_invocation));
-    }
-    let entry = module
-        .specialize(spec)
-        .map_err(|e| Error::vulkan(&format!("specializing {}", kernel.name), e))?
-        .entry_point("main")
-        .ok_or_else(|| Error::Vulkan(format!("kernel {} has no main", kernel.name)))?;
-    let stage = PipelineShaderStageCreateInfo::new(entry);
-    let mut layout_info = PipelineDescriptorSetLayoutCreateInfo::from_stages([&stage]);
-    for set in layout_info.set_layouts.iter_mut() {
-        set.flags |= DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR;
-    }
-    let layout_info = layout_info
-        .into_pipeline_layout_create_info(c.device.clone())
-        .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), format!("{e:?}")))?;
-    let layout = PipelineLayout::new(c.device.clone(), layout_info)
-        .map_err(|e| Error::vulkan(&format!("pipeline layout of {}", kernel.name), e))?;
-    let pipeline = ComputePipeline::new(
-        c.device.clone(),
-        None,
-        ComputePipelineCreateInfo::stage_layout(stage, layout),
-    )
-    .map_err(|e| Error::vulkan(&format!("creating pipeline {}", kernel.name), e))?;
-    Ok((pipeline, per_invocation))
+    // that is "the device cannot do this", so the op goes through the host fallback (the failure
+    // is kept too, so each later fallback does not load it again).
+    let module = (kernel.load)(ctx()?.device.clone())
+        .map_err(|e| unsupported!("kernel {} is not available on this device ({e})", kernel.name));
+    MODULES.entry(key).or_insert(module).clone()
 }
 
-pub fn stats() -> (u64, u64, usize) {
+/// Loads every kernel's shader module on a background thread. vulkano parses the SPIR-V of a module
+/// for reflection (up to ~5 ms for the largest kernels on lavapipe's host): done at start, no op
+/// does it on its scheduler (one used before this finishes loads its own module).
+pub fn preload_modules() {
+    let _ = std::thread::Builder::new()
+        .name("nx_vulkan_modules".into())
+        .spawn(|| {
+            for kernel in crate::shaders::ALL {
+                let _ = std::panic::catch_unwind(|| module(*kernel));
+            }
+        });
+}
+
+/// Threads that create queued pipelines: half the cores (at least one, at most four), so a burst
+/// of first uses compiles in parallel without taking every core from the BEAM.
+static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
+    let (tx, rx) = unbounded::<Arc<Pipeline>>();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for i in 0..(cores / 2).clamp(1, 4) {
+        let rx = rx.clone();
+        let _ = std::thread::Builder::new()
+            .name(format!("nx_vulkan_pipelines_{i}"))
+            // Shader compilers (LLVM in lavapipe) want more stack than the default 2 MiB.
+            .stack_size(16 << 20)
+            .spawn(move || {
+                // Niced: on a machine with few cores (lavapipe's), compiling must not take the
+                // CPU from the BEAM's schedulers (on Linux this sets the calling thread's nice).
+                #[cfg(target_os = "linux")]
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                }
+                while let Ok(slot) = rx.recv() {
+                    // Errors are reported where the dispatch is recorded.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.get()));
+                    if rx.is_empty() {
+                        pipeline_disk_cache::save_if_dirty();
+                    }
+                }
+            });
+    }
+    tx
+});
+
+/// (created, hits, variants, microseconds spent creating).
+pub fn stats() -> (u64, u64, usize, u64) {
     (
         CREATED.load(Ordering::Relaxed),
         HITS.load(Ordering::Relaxed),
         PIPELINE_CACHE.len(),
+        CREATE_US.load(Ordering::Relaxed),
     )
 }

@@ -32,7 +32,6 @@ use vulkano::command_buffer::{
     CommandBuffer, CommandBufferBeginInfo, CommandBufferLevel, CommandBufferUsage, CopyBufferInfo,
     RecordingCommandBuffer,
 };
-use vulkano::device::DeviceOwned;
 use vulkano::pipeline::{ComputePipeline, Pipeline};
 use vulkano::query::{QueryPool, QueryPoolCreateInfo, QueryResultFlags, QueryType};
 use vulkano::sync::fence::{Fence, FenceCreateInfo};
@@ -44,7 +43,8 @@ pub const PUSH_WORDS: usize = 32;
 /// One compute dispatch, described, not recorded. Every kernel writes its last binding and only
 /// reads the others (the hazard tracking relies on it).
 pub struct Dispatch {
-    pub pipeline: Arc<ComputePipeline>,
+    /// Possibly not created yet: the GPU thread waits for it when recording (pipelines.rs).
+    pub pipeline: Arc<crate::pipelines::Pipeline>,
     /// Storage buffers in binding order (set 0, bindings 0..n).
     pub bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
     pub push: [u32; PUSH_WORDS],
@@ -282,11 +282,11 @@ impl Hazards {
 /// Records one dispatch with direct Vulkan calls (vulkano's unchecked wrappers still build and
 /// allocate per call: ~4.7 us per command on the H200 host). The pipeline layout declares set 0
 /// as push descriptors and a 128-byte push-constant range (see pipelines.rs).
-unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, bound: &mut vk::Pipeline) {
-    let device = &d.pipeline.device();
+unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &ComputePipeline, bound: &mut vk::Pipeline) {
+    let device = &created.device();
     let fns = device.fns();
-    let layout = d.pipeline.layout().handle();
-    let pipeline = d.pipeline.handle();
+    let layout = created.layout().handle();
+    let pipeline = created.handle();
     unsafe {
         if *bound != pipeline {
             (fns.v1_0.cmd_bind_pipeline)(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
@@ -479,13 +479,14 @@ impl Recorder {
                     ));
                 }
                 Command::Dispatch(d) => {
+                    let created = d.pipeline.get()?;
                     let n = d.bindings.len();
                     let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
                     if batch.hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
-                        record_compute_barrier(cb.handle(), &d.pipeline);
+                        record_compute_barrier(cb.handle(), created);
                         STATS.barriers.fetch_add(1, Ordering::Relaxed);
                     }
-                    record_dispatch(cb.handle(), d, &mut batch.bound_pipeline);
+                    record_dispatch(cb.handle(), d, created, &mut batch.bound_pipeline);
                 }
             }
         }

@@ -23,6 +23,8 @@ macro_rules! kernels {
                 vectorized: defines_t4(&[$($define),*]),
             };
         )*
+        /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules).
+        pub const ALL: &[Kernel] = &[$($variant),*];
     };
 }
 

@@ -180,13 +180,14 @@ pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, gr
 /// the contiguous case a 4-element vector at a time (`vector`, only for `Kernel::vectorized`
 /// kernels whose operands allow it) 4 times smaller again.
 pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, n: u64, vector: bool) -> Result<()> {
-    let (pipeline, per_invocation) = crate::pipelines::cached(kernel, op)?;
+    let pipeline = pipeline(kernel, op)?;
     let units = if vector { n.div_ceil(4) } else { n };
-    record(pipeline, bindings, push, grid(units.div_ceil(WORKGROUP * per_invocation as u64)))
+    let groups = grid(units.div_ceil(WORKGROUP * pipeline.per_invocation as u64));
+    record(pipeline, bindings, push, groups)
 }
 
 fn record(
-    pipeline: std::sync::Arc<vulkano::pipeline::ComputePipeline>,
+    pipeline: std::sync::Arc<crate::pipelines::Pipeline>,
     bindings: &[&BufferRef],
     push: Push,
     groups: [u32; 3],

@@ -1,0 +1,136 @@
+defmodule Nx.Vulkan.PipelinesTest do
+  # Not async: it reads the global pipeline counters around each call.
+  use ExUnit.Case, async: false
+  import Nx.Testing
+
+  # Variants rarely used elsewhere in the suite (16-bit types, unusual ops), so some of them are
+  # first uses whatever ran before.
+  defp rare_ops(backend) do
+    h = Nx.iota({8, 8}, type: :f16, backend: backend) |> Nx.divide(64)
+    u = Nx.iota({8, 8}, type: :u16, backend: backend)
+    s = Nx.iota({8, 8}, type: :s16, backend: backend)
+
+    [
+      fn -> Nx.atan2(h, Nx.add(h, 1)) end,
+      fn -> Nx.erf_inv(Nx.multiply(h, 0.5)) end,
+      fn -> Nx.expm1(h) end,
+      fn -> Nx.acosh(Nx.add(h, 1)) end,
+      fn -> Nx.cumulative_product(u, axis: 1) end,
+      fn -> Nx.remainder(s, 7) end,
+      fn -> Nx.bitwise_xor(u, 5) end,
+      fn -> Nx.left_shift(s, 2) end,
+      fn -> Nx.reduce_min(u, axes: [0]) end,
+      fn -> Nx.argmin(s, axis: 1, tie_break: :high) end,
+      fn -> Nx.window_max(h, {3, 3}) end,
+      fn -> Nx.sort(s, axis: 0, direction: :desc) end,
+      fn -> Nx.as_type(u, :f16) end,
+      fn -> Nx.as_type(h, :s16) end,
+      fn -> Nx.population_count(u) end,
+      fn -> Nx.count_leading_zeros(s) end
+    ]
+  end
+
+  test "a first use returns at once: the pipeline is created off the caller's scheduler" do
+    # The BEAM reports any process that holds a normal scheduler for over 40 ms in one go (a NIF
+    # that compiled a pipeline inline did, for 50-150 ms on lavapipe).
+    previous = :erlang.system_monitor(self(), [{:long_schedule, 40}])
+
+    calls =
+      for op <- rare_ops(Nx.Vulkan.Backend) do
+        before = Nx.Vulkan.stats().pipelines_cached
+        {us, result} = :timer.tc(op)
+        {us, Nx.Vulkan.stats().pipelines_cached - before, result}
+      end
+
+    # Reading waits for the builders (on a dirty scheduler): the values are right.
+    for {{_, _, result}, op} <- Enum.zip(calls, rare_ops(Nx.BinaryBackend)) do
+      assert_all_close(Nx.backend_copy(result, Nx.BinaryBackend), op.(), atol: 1.0e-2, rtol: 1.0e-2)
+    end
+
+    :erlang.system_monitor(previous || :undefined)
+    me = self()
+    refute_received {:monitor, ^me, :long_schedule, _}
+    first_uses = for {us, new, _} <- calls, new > 0, do: us
+    # Creating one pipeline takes 50-150 ms on lavapipe; a call that does not create one
+    # takes well under a millisecond when the CPU is free (the bound leaves room for a busy one).
+    assert length(first_uses) >= 3, "expected some first uses, got #{inspect(calls)}"
+    assert Enum.max(first_uses) < 40_000, "first uses took #{inspect(first_uses)} us"
+  end
+
+  test "a pipeline is created once and then reused" do
+    x = Nx.iota({5}, type: :f32)
+    Nx.to_binary(Nx.sigmoid(x))
+    created = Nx.Vulkan.stats().pipelines_created
+    Nx.to_binary(Nx.sigmoid(x))
+    assert Nx.Vulkan.stats().pipelines_created == created
+  end
+end
+
+defmodule Nx.Vulkan.PipelineDiskCacheTest do
+  use ExUnit.Case, async: true
+  @moduletag :subprocess
+
+  # A child VM that uses a few kernels, flushes, stops, and prints what it found at start.
+  @script ~S"""
+  Nx.default_backend(Nx.Vulkan.Backend)
+  x = Nx.iota({16}, type: :f32)
+  [Nx.exp(x), Nx.sum(x), Nx.sort(x, direction: :desc)] |> Enum.each(&Nx.to_binary/1)
+  s = Nx.Vulkan.stats()
+  IO.puts("status=#{s.pipeline_disk_cache.status} created=#{s.pipelines_created}")
+  IO.puts("result=#{inspect(Nx.to_list(Nx.exp(Nx.tensor([0.0]))))}")
+  """
+
+  defp child(dir) do
+    {output, 0} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
+        env: [{"NXV_PIPELINE_CACHE", dir}, {"MIX_ENV", "test"}],
+        stderr_to_stdout: true
+      )
+
+    assert output =~ "result=[1.0]"
+    [_, status] = Regex.run(~r/status=(\w+)/, output)
+    status
+  end
+
+  defp cache_file(dir) do
+    [file] = Path.wildcard(Path.join(dir, "pipelines-*.bin"))
+    file
+  end
+
+  setup do
+    dir = Path.join(System.tmp_dir!(), "nx_vulkan_pipeline_cache_#{System.unique_integer([:positive])}")
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{dir: dir}
+  end
+
+  test "the cache file is written, read by the next start, and a corrupt one is ignored",
+       %{dir: dir} do
+    assert child(dir) == "missing"
+    file = cache_file(dir)
+    assert File.stat!(file).size > 52
+    assert child(dir) == "loaded"
+
+    # Flipped data, a truncated file, a foreign file: all ignored, and the start still works
+    # (then the next save replaces the file).
+    good = File.read!(file)
+    <<head::binary-size(52), first, rest::binary>> = good
+    File.write!(file, <<head::binary, Bitwise.bxor(first, 0xFF), rest::binary>>)
+    assert child(dir) == "ignored"
+
+    for bad <- [binary_part(good, 0, 40), "garbage", :rand.bytes(4096)] do
+      File.write!(file, bad)
+      assert child(dir) == "ignored"
+    end
+  end
+
+  test "NXV_PIPELINE_CACHE=off writes no file", %{dir: dir} do
+    {output, 0} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
+        env: [{"NXV_PIPELINE_CACHE", "off"}, {"MIX_ENV", "test"}, {"XDG_CACHE_HOME", dir}],
+        stderr_to_stdout: true
+      )
+
+    assert output =~ "status=off"
+    assert Path.wildcard(Path.join(dir, "**/*.bin")) == []
+  end
+end
