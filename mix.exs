@@ -27,7 +27,8 @@ defmodule NxVulkan.MixProject do
   defp elixirc_paths(_), do: ["lib"]
 
   defp deps do
-    [{:nx, "~> 0.13"}] ++ offline_overrides(@deps_mode)
+    # telemetry: Nx depends on it too; nx_vulkan emits its own events (Nx.Vulkan moduledoc).
+    [{:nx, "~> 0.13"}, {:telemetry, "~> 0.4.0 or ~> 1.0"}] ++ offline_overrides(@deps_mode)
   end
 
   # Nx 0.13.1 asks for complex ~> 0.7; the offline checkout may be 0.6, which Nx runs with (only

@@ -68,11 +68,96 @@ defmodule Nx.Vulkan do
   @spec devices() :: [map]
   def devices, do: Nx.Vulkan.Device.info().devices
 
-  @doc "Device memory held by tensors, in bytes: live now, peak, and idle in the buffer pool."
-  @spec memory() :: %{live: non_neg_integer, peak: non_neg_integer, pooled: non_neg_integer}
+  @doc """
+  Device memory, in bytes:
+
+    * `:live` - held by tensors;
+    * `:pooled` - idle in the buffer pool, for reuse;
+    * `:pending` - held only by queued and in-flight work (buffers of tensors that died while
+      their work was pending, staging buffers of uploads and downloads);
+    * `:peak` - the most allocated at once (live + pooled + pending) since start or
+      `reset_peak/0`;
+    * `:limit` - the budget (`set_memory_limit/1`), `:infinity` if none;
+    * `:queued_commands`, `:queued_bytes` - commands recorded and not yet retired, and the bytes
+      they write, against the pending queue's bound (`set_pending_limits/1`).
+  """
+  @spec memory() :: map
   def memory do
     s = stats()
-    %{live: s.live_bytes, peak: s.peak_bytes, pooled: s.pooled_bytes}
+
+    %{
+      live: s.live_bytes,
+      pooled: s.pooled_bytes,
+      pending: max(s.allocated_bytes - s.live_bytes - s.pooled_bytes, 0),
+      peak: s.peak_allocated_bytes,
+      limit: if(s.memory_limit == 2 ** 64 - 1, do: :infinity, else: s.memory_limit),
+      queued_commands: s.queued_commands,
+      queued_bytes: s.queued_bytes
+    }
+  end
+
+  @doc "Starts `memory/0`'s peak (and `stats/0`'s `peak_bytes`) again from what is in use now."
+  @spec reset_peak() :: :ok
+  def reset_peak, do: Native.reset_peak()
+
+
+  @doc """
+  Sets the device-memory budget: a number of bytes, a float in (0, 1] (that fraction of the
+  largest device-local heap), or `:infinity`. An allocation that would pass it first reclaims
+  (empties the buffer pool, garbage-collects the calling process, waits for queued and in-flight
+  work), then raises `Nx.Vulkan.Error` "out of device memory: requested N bytes; live L, pooled P,
+  pending Q, limit M". Set at start from `NXV_MEMORY_LIMIT` or `config :nx_vulkan,
+  memory_limit:` (default 0.9 of the heap). Returns the limit in bytes.
+  """
+  @spec set_memory_limit(pos_integer | float | :infinity) :: non_neg_integer | :infinity
+  def set_memory_limit(limit) do
+    bytes = memory_limit_bytes!(limit, "set_memory_limit/1")
+    Native.set_memory_limit(if bytes == :infinity, do: 0, else: bytes)
+    bytes
+  end
+
+  @doc """
+  Bounds the pending queue: at most `:commands` commands, writing at most `:bytes` bytes, recorded
+  and not yet retired by the GPU. A process past either bound waits (on a dirty scheduler) until
+  the GPU has caught up, so a loop that never reads stays that far ahead of the device. Set at
+  start from `NXV_PENDING_COMMANDS` (default 4096) and
+  `NXV_PENDING_BYTES` (default a quarter of the memory limit). Each process checks the bound
+  every 16 results, so the queue can pass it by that many commands per producing process.
+  """
+  @spec set_pending_limits(keyword) :: :ok
+  def set_pending_limits(opts) do
+    opts = Keyword.validate!(opts, [:commands, :bytes])
+    s = stats()
+    commands = Keyword.get(opts, :commands, s.pending_max_commands)
+    bytes = Keyword.get(opts, :bytes, s.pending_max_bytes)
+
+    unless is_integer(commands) and commands > 0 and is_integer(bytes) and bytes > 0 do
+      raise ArgumentError,
+            "set_pending_limits/1 takes positive integers for :commands and :bytes, got: #{inspect(opts)}"
+    end
+
+    Native.set_pending_limits(commands, bytes) |> Native.unwrap!()
+  end
+
+  @doc false
+  # The limit in bytes for a setting (where: what to name in the error).
+  def memory_limit_bytes!(:infinity, _), do: :infinity
+  def memory_limit_bytes!(n, _) when is_integer(n) and n > 0, do: n
+
+  def memory_limit_bytes!(f, _) when is_float(f) and f > 0 and f <= 1 do
+    heap =
+      Nx.Vulkan.Device.info().memory_heaps
+      |> Enum.filter(& &1.device_local)
+      |> Enum.map(& &1.size)
+      |> Enum.max(fn -> 0 end)
+
+    max(trunc(heap * f), 1)
+  end
+
+  def memory_limit_bytes!(other, where) do
+    raise ArgumentError,
+          "#{where}: the memory limit is a number of bytes, a fraction in (0, 1] of the " <>
+            "device-local heap, or :infinity, got: #{inspect(other)}"
   end
 
   @check_mode_key {__MODULE__, :check_mode}

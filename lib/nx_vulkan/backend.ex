@@ -1741,7 +1741,22 @@ defmodule Nx.Vulkan.Backend do
 
   defp wrap(ref, %T{} = out) do
     collect_on_pressure(out)
+    throttle_at_bound()
     %{out | data: %__MODULE__{ref: ref}}
+  end
+
+  # Backpressure (Nx.Vulkan.set_pending_limits/1): op NIFs run on normal schedulers and never
+  # wait, so every 16 results a process asks whether the pending queue is past its bound (a
+  # sub-microsecond NIF) and, if it is, waits in a dirty NIF until the GPU has caught up.
+  defp throttle_at_bound do
+    case Process.get(:nx_vulkan_results, 0) do
+      15 ->
+        Process.put(:nx_vulkan_results, 0)
+        if Native.queue_full(), do: Native.throttle() |> Native.unwrap!()
+
+      n ->
+        Process.put(:nx_vulkan_results, n + 1)
+    end
   end
 
   # The BEAM does not see device memory: a tensor is a small term, so a loop that makes and drops

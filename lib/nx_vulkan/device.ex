@@ -77,11 +77,43 @@ defmodule Nx.Vulkan.Device do
     gemm_block = gemm_block!()
     # Results a process makes between its own collections (see Backend.collect_on_pressure):
     # a quarter of what the pool keeps, so the buffers a collection frees fit back into it.
-    collect = bytes!("NXV_COLLECT_BYTES", div(Native.stats().pool_max_bytes, 4))
+    collect = integer_env!("NXV_COLLECT_BYTES", div(Native.stats().pool_max_bytes, 4), 0, "a number of bytes (0: off)")
     :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
     Native.configure(precise, precise_dot, spin_us, class == :software, early, per_invocation, gemm_block)
     |> Native.unwrap!()
+
+    configure_limits!()
+  end
+
+  # The device-memory budget (default 0.9 of the largest device-local heap, as EXLA's
+  # memory_fraction) and the pending queue's bound (see Nx.Vulkan.set_pending_limits/1).
+  defp configure_limits! do
+    limit =
+      case System.get_env("NXV_MEMORY_LIMIT") do
+        value when value in [nil, ""] ->
+          Application.get_env(:nx_vulkan, :memory_limit, 0.9)
+          |> Nx.Vulkan.memory_limit_bytes!("config :nx_vulkan, memory_limit:")
+
+        value ->
+          value |> String.trim() |> parse_number() |> Nx.Vulkan.memory_limit_bytes!("NXV_MEMORY_LIMIT")
+      end
+
+    Nx.Vulkan.set_memory_limit(limit)
+    default_bytes = if limit == :infinity, do: 2 ** 62, else: max(div(limit, 4), 1)
+
+    Nx.Vulkan.set_pending_limits(
+      commands: integer_env!("NXV_PENDING_COMMANDS", 4096, 1, "a positive integer"),
+      bytes: integer_env!("NXV_PENDING_BYTES", default_bytes, 1, "a positive number of bytes")
+    )
+  end
+
+  defp parse_number(text) do
+    case {Integer.parse(text), Float.parse(text)} do
+      {{n, ""}, _} -> n
+      {_, {f, ""}} -> f
+      _ -> text
+    end
   end
 
   # Elements per invocation of the element-wise kernels (unary, binary, casts): 4 on GPUs, where
@@ -110,15 +142,15 @@ defmodule Nx.Vulkan.Device do
     end
   end
 
-  defp bytes!(name, default) do
+  defp integer_env!(name, default, min, what) do
     case System.get_env(name) do
       value when value in [nil, ""] ->
         default
 
       value ->
-        case Integer.parse(value) do
-          {n, ""} when n >= 0 -> n
-          _ -> raise ArgumentError, "#{name} must be a number of bytes (0: off), got: #{inspect(value)}"
+        case Integer.parse(String.trim(value)) do
+          {n, ""} when n >= min -> n
+          _ -> raise ArgumentError, "#{name} must be #{what}, got: #{inspect(value)}"
         end
     end
   end

@@ -1,7 +1,63 @@
-defmodule Nx.Vulkan.Native do
+# Every NIF of the crate (native/nx_vulkan), by name, with its arguments. Nx.Vulkan.NIF holds the
+# stubs the crate replaces at load; Nx.Vulkan.Native, which the rest of the code calls, wraps each.
+nifs = [
+  # tensor.rs
+  upload: [:binary],
+  download: [:buffer, :bytes, :reason],
+  byte_size: [:buffer],
+  deallocate: [:buffer],
+  pin: [:buffer],
+  # checks.rs
+  attach_check: [:out, :value, :type, :condition, :exception, :message],
+  verify_checks: [:buffer],
+  # device.rs
+  device_info: [],
+  flush: [],
+  flush_for_fallback: [],
+  set_batch_max: [:n],
+  configure: [:precise_f32, :precise_dot, :fence_spin_us, :cpu_device, :early_submit, :per_invocation, :gemm_block],
+  stats: [],
+  set_gpu_timing: [:on],
+  # ops/elementwise.rs
+  unary_op: [:op, :type, :x, :n],
+  fft: [:inverse, :rows, :n, :x, :eps],
+  binary_op: [:op, :type, :a, :a_shape, :b, :b_shape, :out_shape],
+  classify: [:op, :type, :x, :n],
+  complex_unary: [:op, :type, :x, :n],
+  complex_real: [:op, :type, :x, :n],
+  select: [:bytes, :pred, :pred_shape, :t, :t_shape, :f, :f_shape, :out_shape],
+  # ops/layout.rs
+  view_copy: [:bytes, :src, :offset, :dims, :strides],
+  copy_into: [:bytes, :dst, :dst_off, :dst_strides, :src, :src_off, :src_strides, :dims],
+  dynamic_slice: [:bytes, :src, :offset, :dims, :strides, :starts, :max_starts, :start_strides],
+  dynamic_put_slice: [:bytes, :dst, :offset, :dst_strides, :src, :dims, :starts, :max_starts, :start_strides],
+  fill: [:bytes, :n, :bits],
+  iota: [:type, :n, :inner, :dim, :eye],
+  alloc_buffer: [:bytes],
+  scatter: [:add, :type, :target, :shape, :indices, :indices_shape, :updates, :axes],
+  gather: [:bytes, :x, :shape, :indices, :indices_shape, :axes],
+  # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
+  as_type: [:from, :to, :x, :n],
+  reduce: [:op, :type, :x, :shape, :axes],
+  window_reduce: [:op, :type, :x, :shape, :out_shape, :window, :strides, :pad_low, :dilations],
+  sort: [:type, :x, :shape, :axis, :desc, :indices, :index_bytes],
+  window_scatter: [:min, :type, :x, :shape, :source, :source_shape, :init, :window, :strides, :pad_low],
+  arg_reduce: [:op, :type, :x, :shape, :axes, :tie_high, :index_bytes],
+  triangular_solve: [:type, :a, :b, :n, :cols, :batches, :backward, :a_strides, :b_strides],
+  dot: [:type, :a, :a_shape, :a_contract, :a_batch, :b, :b_shape, :b_contract, :b_batch],
+  # pipeline_disk_cache.rs, memory and queue bounds (device.rs, tensor.rs)
+  save_pipeline_cache: [],
+  set_memory_limit: [:bytes],
+  set_pending_limits: [:commands, :bytes],
+  reset_peak: [],
+  queue_full: [],
+  throttle: [],
+  reclaim: []
+]
+
+defmodule Nx.Vulkan.NIF do
   @moduledoc false
-  # NIF stubs only (the Rust crate in native/nx_vulkan). Every NIF returns {:ok, value} or
-  # {:error, {kind, message}}; unwrap!/1 is the one place errors become exceptions.
+  # NIF stubs only: the crate registers its NIFs in this module.
   @on_load :load_nif
 
   def load_nif do
@@ -17,111 +73,59 @@ defmodule Nx.Vulkan.Native do
     end
   end
 
+  for {name, args} <- nifs do
+    def unquote(name)(unquote_splicing(Enum.map(args, &Macro.var(:"_#{&1}", nil)))),
+      do: :erlang.nif_error(:nx_vulkan_not_loaded)
+  end
+end
+
+defmodule Nx.Vulkan.Native do
+  @moduledoc false
+  # Every NIF, as the rest of the code calls it. Each returns {:ok, value} or
+  # {:error, {kind, message}}; unwrap!/1 is the one place errors become exceptions.
+  #
+  # An op NIF runs on a normal scheduler, where it must not wait for the device: when an
+  # allocation passes the memory budget and emptying the pool did not help, it returns
+  # :out_of_memory. Its wrapper here then reclaims (a garbage collection of the calling process
+  # frees its dead tensors; reclaim/0 waits, on a dirty scheduler, for queued and in-flight work,
+  # whose buffers then return, and empties the pool) and calls the NIF once more; a second
+  # :out_of_memory is the error unwrap!/1 raises as Nx.Vulkan.Error. A NIF that fails this way
+  # has queued nothing a second call would repeat wrongly: its own outputs are new buffers.
+  alias Nx.Vulkan.NIF
+
   @doc false
   def unwrap!({:ok, value}), do: value
   def unwrap!({:error, {:argument, message}}), do: raise(ArgumentError, message)
   def unwrap!({:error, {:arithmetic, message}}), do: raise(ArithmeticError, message)
   def unwrap!({:error, {:vulkan, message}}), do: raise(Nx.Vulkan.Error, message)
+  def unwrap!({:error, {:out_of_memory, message}}), do: raise(Nx.Vulkan.Error, message)
 
   def unwrap!({:error, {:unsupported, message}}),
     do: raise(Nx.Vulkan.Error, "not supported on the device: " <> message)
 
-  defp nif_error, do: :erlang.nif_error(:nx_vulkan_not_loaded)
+  for {name, args} <- nifs do
+    vars = Enum.map(args, &Macro.var(&1, nil))
 
-  # tensor.rs
-  def upload(_binary), do: nif_error()
-  def download(_buffer, _bytes, _reason), do: nif_error()
-  def byte_size(_buffer), do: nif_error()
-  def deallocate(_buffer), do: nif_error()
-  def pin(_buffer), do: nif_error()
+    def unquote(name)(unquote_splicing(vars)) do
+      case NIF.unquote(name)(unquote_splicing(vars)) do
+        {:error, {:out_of_memory, _}} ->
+          reclaim!()
+          retried = NIF.unquote(name)(unquote_splicing(vars))
+          with {:error, {:out_of_memory, message}} <- retried, do: out_of_memory(unquote(name), message)
+          retried
 
-  # checks.rs
-  def attach_check(_out, _value, _type, _condition, _exception, _message), do: nif_error()
-  def verify_checks(_buffer), do: nif_error()
+        result ->
+          result
+      end
+    end
+  end
 
-  # device.rs
-  def device_info, do: nif_error()
-  def flush, do: nif_error()
-  def flush_for_fallback, do: nif_error()
-  def set_batch_max(_n), do: nif_error()
+  defp reclaim! do
+    :erlang.garbage_collect()
+    NIF.reclaim() |> unwrap!()
+  end
 
-  def configure(_precise_f32, _precise_dot, _fence_spin_us, _cpu_device, _early_submit, _per_invocation, _gemm_block),
-    do: nif_error()
-
-  def stats, do: nif_error()
-  def set_gpu_timing(_on), do: nif_error()
-
-  # pipeline_disk_cache.rs
-  def save_pipeline_cache, do: nif_error()
-
-  # ops/elementwise.rs
-  def unary_op(_op, _type, _x, _n), do: nif_error()
-  def fft(_inverse, _rows, _n, _x, _eps), do: nif_error()
-  def binary_op(_op, _type, _a, _a_shape, _b, _b_shape, _out_shape), do: nif_error()
-  def classify(_op, _type, _x, _n), do: nif_error()
-  def complex_unary(_op, _type, _x, _n), do: nif_error()
-  def complex_real(_op, _type, _x, _n), do: nif_error()
-  def select(_bytes, _pred, _pred_shape, _t, _t_shape, _f, _f_shape, _out_shape), do: nif_error()
-
-  # ops/layout.rs
-  def view_copy(_bytes, _src, _offset, _dims, _strides), do: nif_error()
-
-  def copy_into(_bytes, _dst, _dst_off, _dst_strides, _src, _src_off, _src_strides, _dims),
-    do: nif_error()
-
-  def dynamic_slice(_bytes, _src, _offset, _dims, _strides, _starts, _max_starts, _start_strides),
-    do: nif_error()
-
-  def dynamic_put_slice(
-        _bytes,
-        _dst,
-        _offset,
-        _dst_strides,
-        _src,
-        _dims,
-        _starts,
-        _max_starts,
-        _start_strides
-      ),
-      do: nif_error()
-
-  def fill(_bytes, _n, _bits), do: nif_error()
-  def iota(_type, _n, _inner, _dim, _eye?), do: nif_error()
-  def alloc_buffer(_bytes), do: nif_error()
-
-  def scatter(_add, _type, _target, _shape, _indices, _indices_shape, _updates, _axes),
-    do: nif_error()
-
-  def gather(_bytes, _x, _shape, _indices, _indices_shape, _axes), do: nif_error()
-
-  # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
-  def as_type(_from, _to, _x, _n), do: nif_error()
-  def reduce(_op, _type, _x, _shape, _axes), do: nif_error()
-
-  def window_reduce(_op, _type, _x, _shape, _out_shape, _window, _strides, _pad_low, _dilations),
-    do: nif_error()
-
-  def sort(_type, _x, _shape, _axis, _desc, _indices, _index_bytes), do: nif_error()
-
-  def window_scatter(
-        _min,
-        _type,
-        _x,
-        _shape,
-        _source,
-        _source_shape,
-        _init,
-        _window,
-        _strides,
-        _pad_low
-      ),
-      do: nif_error()
-
-  def arg_reduce(_op, _type, _x, _shape, _axes, _tie_high, _index_bytes), do: nif_error()
-
-  def triangular_solve(_type, _a, _b, _n, _cols, _batches, _backward, _a_strides, _b_strides),
-    do: nif_error()
-
-  def dot(_type, _a, _a_shape, _a_contract, _a_batch, _b, _b_shape, _b_contract, _b_batch),
-    do: nif_error()
+  defp out_of_memory(nif, message) do
+    :telemetry.execute([:nx_vulkan, :out_of_memory], %{}, %{nif: nif, message: message})
+  end
 end

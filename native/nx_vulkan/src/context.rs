@@ -10,7 +10,6 @@ use vulkano::device::{
     Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
 };
 use vulkano::instance::{Instance, InstanceCreateFlags, InstanceCreateInfo};
-use vulkano::memory::allocator::StandardMemoryAllocator;
 use vulkano::memory::MemoryHeapFlags;
 use vulkano::VulkanLibrary;
 
@@ -47,7 +46,8 @@ pub struct DeviceInfo {
 pub struct Context {
     pub device: Arc<Device>,
     pub queue: Arc<Queue>,
-    pub memory: Arc<StandardMemoryAllocator>,
+    /// Counts and budgets every allocation (memory.rs).
+    pub memory: Arc<crate::memory::BudgetAllocator>,
     pub command_buffers: Arc<StandardCommandBufferAllocator>,
     pub info: DeviceInfo,
 }
@@ -229,7 +229,7 @@ impl Context {
             )));
         }
         Ok(Context {
-            memory: Arc::new(StandardMemoryAllocator::new_default(device.clone())),
+            memory: Arc::new(crate::memory::BudgetAllocator::new(device.clone())),
             command_buffers: Arc::new(StandardCommandBufferAllocator::new(
                 device.clone(),
                 Default::default(),

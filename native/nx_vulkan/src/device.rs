@@ -126,6 +126,45 @@ fn configure(
     Ok(rustler::types::atom::ok())
 }
 
+/// The device-memory budget in bytes (0: none); see memory.rs.
+#[rustler::nif]
+fn set_memory_limit(bytes: u64) -> rustler::Atom {
+    crate::memory::set_limit(bytes);
+    rustler::types::atom::ok()
+}
+
+/// The most commands, and bytes written by commands, queued before a producer waits.
+#[rustler::nif]
+fn set_pending_limits(commands: u64, bytes: u64) -> Result<rustler::Atom> {
+    if commands == 0 || bytes == 0 {
+        return Err(arg_error!("pending limits must be positive, got {commands} commands, {bytes} bytes"));
+    }
+    queue::MAX_QUEUED_COMMANDS.store(commands.min(usize::MAX as u64) as usize, Ordering::Relaxed);
+    queue::MAX_QUEUED_BYTES.store(bytes, Ordering::Relaxed);
+    Ok(rustler::types::atom::ok())
+}
+
+/// Starts the peaks (allocated and live bytes) again from what is in use now.
+#[rustler::nif]
+fn reset_peak() -> rustler::Atom {
+    crate::memory::reset_peak();
+    crate::tensor::reset_peak();
+    rustler::types::atom::ok()
+}
+
+/// Whether the pending queue is past its bound: the caller should `throttle/0`.
+#[rustler::nif]
+fn queue_full() -> bool {
+    queue::over_bound()
+}
+
+/// Waits until the pending queue is within its bound (at once if it is).
+#[rustler::nif(schedule = "DirtyIo")]
+fn throttle() -> Result<rustler::Atom> {
+    queue::throttle()?;
+    Ok(rustler::types::atom::ok())
+}
+
 /// Turns GPU timestamps around each submission on or off (see `stats/0`'s gpu_ns).
 #[rustler::nif]
 fn set_gpu_timing(on: bool) -> rustler::Atom {
@@ -139,6 +178,7 @@ fn stats(env: Env) -> Term {
     let (disk_cache_path, disk_cache) = crate::pipeline_disk_cache::info();
     let (live_bytes, live_buffers, peak_bytes) = memory_stats();
     let (pool_hits, pool_misses, pooled_bytes) = crate::tensor::pool_stats();
+    let (queued_commands, queued_bytes) = queue::queued();
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).encode(env);
     let flushes = map(
         env,
@@ -188,6 +228,13 @@ fn stats(env: Env) -> Term {
             ("buffer_pool_misses", pool_misses.encode(env)),
             ("pooled_bytes", pooled_bytes.encode(env)),
             ("pool_max_bytes", crate::tensor::pool_max_bytes().encode(env)),
+            ("allocated_bytes", crate::memory::allocated().encode(env)),
+            ("peak_allocated_bytes", crate::memory::peak().encode(env)),
+            ("memory_limit", crate::memory::limit().encode(env)),
+            ("queued_commands", queued_commands.encode(env)),
+            ("queued_bytes", queued_bytes.encode(env)),
+            ("pending_max_commands", queue::MAX_QUEUED_COMMANDS.load(Ordering::Relaxed).encode(env)),
+            ("pending_max_bytes", queue::MAX_QUEUED_BYTES.load(Ordering::Relaxed).encode(env)),
         ],
     )
 }

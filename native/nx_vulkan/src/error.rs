@@ -1,12 +1,13 @@
 //! One error type for the whole crate. NIFs return `Result<T, Error>`; rustler encodes it as
 //! `{:ok, t}` or `{:error, {kind, message}}`, and `Nx.Vulkan.Native.unwrap!/1` turns the error
 //! into `ArgumentError` (kind `argument`), `ArithmeticError` (kind `arithmetic`: a deferred check
-//! failed, see checks.rs), a host fallback (kind `unsupported`) or `Nx.Vulkan.Error` (kind `vulkan`).
+//! failed, see checks.rs), a host fallback (kind `unsupported`) or `Nx.Vulkan.Error` (kinds `vulkan`
+//! and `out_of_memory`).
 use rustler::{Encoder, Env, Term};
 use std::fmt::Display;
 
 pub mod atoms {
-    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated }
+    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated, out_of_memory }
 }
 
 #[derive(Debug, Clone)]
@@ -19,8 +20,11 @@ pub enum Error {
     /// The device cannot do this yet; the Elixir side routes the op through the host fallback
     /// and records this message as the reason.
     Unsupported(String),
-    /// Vulkan failed (no loader, no device, out of memory, a failed submission...).
+    /// Vulkan failed (no loader, no device, a failed submission...).
     Vulkan(String),
+    /// An allocation would pass the memory budget, or the driver refused it, and reclaiming
+    /// did not help (memory.rs). The Elixir side reclaims more and retries once before raising.
+    OutOfMemory(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -46,6 +50,7 @@ impl Encoder for Error {
             Error::Arithmetic(m) => (atoms::arithmetic(), m.as_str()).encode(env),
             Error::Unsupported(m) => (atoms::unsupported(), m.as_str()).encode(env),
             Error::Vulkan(m) => (atoms::vulkan(), m.as_str()).encode(env),
+            Error::OutOfMemory(m) => (atoms::out_of_memory(), m.as_str()).encode(env),
         }
     }
 }

@@ -5,6 +5,7 @@ mod context;
 mod device;
 mod dtype;
 mod error;
+mod memory;
 mod ops;
 mod pipeline_disk_cache;
 mod pipelines;
@@ -13,4 +14,4 @@ mod queue;
 mod shaders;
 mod tensor;
 
-rustler::init!("Elixir.Nx.Vulkan.Native");
+rustler::init!("Elixir.Nx.Vulkan.NIF");

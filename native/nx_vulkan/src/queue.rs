@@ -60,6 +60,46 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// What the command writes (a dispatch its last binding, a copy its bytes): what the
+    /// pending queue's byte bound counts.
+    fn written_bytes(&self) -> u64 {
+        match self {
+            Command::Dispatch(d) => d.bindings.last().map_or(0, |b| b.size()),
+            Command::Copy { bytes, .. } => *bytes,
+        }
+    }
+}
+
+// A command counts as queued from `record` until it is dropped: after its command buffer's fence
+// (retire_oldest), or when an error discards it. Counting in Drop covers every path.
+impl Drop for Command {
+    fn drop(&mut self) {
+        QUEUED_COMMANDS.fetch_sub(1, Ordering::AcqRel);
+        QUEUED_BYTES.fetch_sub(self.written_bytes(), Ordering::AcqRel);
+    }
+}
+
+/// Commands recorded and not yet retired (pending, in the open command buffer, or in flight),
+/// and the bytes they write.
+static QUEUED_COMMANDS: AtomicUsize = AtomicUsize::new(0);
+static QUEUED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The pending queue's bound (`Nx.Vulkan.set_pending_limits/1`, `NXV_PENDING_COMMANDS`,
+/// `NXV_PENDING_BYTES`): a producer past either waits in `throttle` (a dirty NIF) until the GPU
+/// has retired enough. Set at start by the Elixir side.
+pub static MAX_QUEUED_COMMANDS: AtomicUsize = AtomicUsize::new(4096);
+pub static MAX_QUEUED_BYTES: AtomicU64 = AtomicU64::new(u64::MAX);
+
+pub fn queued() -> (usize, u64) {
+    (QUEUED_COMMANDS.load(Ordering::Acquire), QUEUED_BYTES.load(Ordering::Acquire))
+}
+
+/// Whether the queue is past its bound (a producer should wait in `throttle`).
+pub fn over_bound() -> bool {
+    let (commands, bytes) = queued();
+    commands > MAX_QUEUED_COMMANDS.load(Ordering::Relaxed) || bytes > MAX_QUEUED_BYTES.load(Ordering::Relaxed)
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum FlushReason {
     /// A host read of a tensor (`to_binary`, `to_number`, `inspect`...).
@@ -74,10 +114,22 @@ pub enum FlushReason {
     /// `Nx.Defn.Evaluator` reading a `while` condition or a `cond` predicate (its own reads,
     /// not the backend's).
     DefnControl = 5,
+    /// An allocation over the memory budget waiting for queued work to return its buffers.
+    Reclaim = 6,
+    /// A producer at the pending queue's bound (`throttle`).
+    Backpressure = 7,
 }
-const FLUSH_REASONS: usize = 6;
-pub const FLUSH_REASON_NAMES: [&str; FLUSH_REASONS] =
-    ["download", "explicit", "fallback", "batch_cap", "value_read_by_op", "defn_control"];
+const FLUSH_REASONS: usize = 8;
+pub const FLUSH_REASON_NAMES: [&str; FLUSH_REASONS] = [
+    "download",
+    "explicit",
+    "fallback",
+    "batch_cap",
+    "value_read_by_op",
+    "defn_control",
+    "reclaim",
+    "backpressure",
+];
 /// Host syncs by reason (a caller blocked on a fence), named as `Nx.Vulkan.stats/0` shows them;
 /// the batch cap is not one (its submissions do not make the caller wait), so it has no name.
 pub const HOST_SYNC_NAMES: [Option<&str>; FLUSH_REASONS] = [
@@ -87,6 +139,8 @@ pub const HOST_SYNC_NAMES: [Option<&str>; FLUSH_REASONS] = [
     None,
     Some("value_read_by_op"),
     Some("defn_control"),
+    Some("reclaim"),
+    Some("backpressure"),
 ];
 
 enum Control {
@@ -95,6 +149,9 @@ enum Control {
     Drain,
     /// Record what is pending, submit, wait, and reply with the first error since the last flush.
     Flush(FlushReason, Sender<Result<()>>),
+    /// Record what is pending, then submit and retire the oldest submissions until the queue is
+    /// back within its bound; reply when it is.
+    Throttle(Sender<()>),
 }
 
 /// Pending commands that wake the GPU thread to record ahead (recording costs ~2-3 us per
@@ -171,6 +228,8 @@ fn stopped() -> Error {
 /// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
 /// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
+    QUEUED_COMMANDS.fetch_add(1, Ordering::AcqRel);
+    QUEUED_BYTES.fetch_add(command.written_bytes(), Ordering::AcqRel);
     QUEUE.pending.send(command).map_err(|_| stopped())?;
     let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
     if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
@@ -194,6 +253,17 @@ pub fn flush(reason: FlushReason) -> Result<()> {
     rx.recv().map_err(|_| stopped())?
 }
 
+/// Waits (on the caller's dirty scheduler) until the queue is within its bound; returns at once
+/// if it is.
+pub fn throttle() -> Result<()> {
+    if !over_bound() {
+        return Ok(());
+    }
+    let (tx, rx) = bounded(1);
+    QUEUE.control.send(Control::Throttle(tx)).map_err(|_| stopped())?;
+    rx.recv().map_err(|_| stopped())
+}
+
 fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
     while let Ok(message) = control.recv() {
@@ -208,6 +278,23 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
                 }
                 recorder.guarded(|r| r.submit(true));
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
+            }
+            Control::Throttle(reply) => {
+                // Counted as a flush and a host sync: a producer waits for the GPU here.
+                STATS.flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
+                STATS.host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
+                recorder.drain(&pending);
+                while over_bound() {
+                    if recorder.open.is_some() {
+                        recorder.guarded(|r| r.submit(false));
+                    } else if !recorder.in_flight.is_empty() {
+                        // An error here is kept for the next flush, like any recording error.
+                        recorder.guarded(|r| r.retire_oldest());
+                    } else {
+                        break;
+                    }
+                }
+                let _ = reply.send(());
             }
         }
     }

@@ -10,7 +10,9 @@ use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use vulkano::buffer::{Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
+use crate::memory;
+use vulkano::buffer::{AllocateBufferError, Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
+use vulkano::Validated;
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter};
 
 pub struct DeviceBuffer {
@@ -188,6 +190,10 @@ pub fn memory_stats() -> (u64, u64, u64) {
     )
 }
 
+pub fn reset_peak() {
+    PEAK_BYTES.store(LIVE_BYTES.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
 pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
     let c = ctx()?;
     // Pooled sizes are powers of two (never zero-sized, 8-byte kernels stay aligned); buffers
@@ -222,19 +228,69 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
             c.info.max_storage_buffer_range
         ));
     }
-    Buffer::new_slice::<u8>(
-        c.memory.clone(),
-        BufferCreateInfo {
-            usage,
-            ..Default::default()
-        },
-        AllocationCreateInfo {
-            memory_type_filter: filter,
-            ..Default::default()
-        },
-        size,
-    )
-    .map_err(|e| Error::vulkan(&format!("allocating {size} bytes"), e))
+    let allocate = || {
+        Buffer::new_slice::<u8>(
+            c.memory.clone(),
+            BufferCreateInfo {
+                usage,
+                ..Default::default()
+            },
+            AllocationCreateInfo {
+                memory_type_filter: filter,
+                ..Default::default()
+            },
+            size,
+        )
+    };
+    let out_of_memory = |e: &Validated<AllocateBufferError>| {
+        matches!(e, Validated::Error(AllocateBufferError::AllocateMemory(e)) if memory::is_out_of_memory(e))
+    };
+    let failed = |e| Error::vulkan(&format!("allocating {size} bytes"), e);
+    match allocate() {
+        Ok(buffer) => return Ok(buffer),
+        Err(e) if !out_of_memory(&e) => return Err(failed(e)),
+        Err(_) => {}
+    }
+    // Over the budget (or refused by the driver): free the pool's idle buffers and try again;
+    // then, where waiting is allowed (not on a normal scheduler: the Elixir side reclaims there
+    // and retries the op), wait for queued and in-flight work, whose buffers then return too.
+    for wait in [false, true] {
+        if wait {
+            if on_normal_scheduler() {
+                break;
+            }
+            queue::flush(FlushReason::Reclaim)?;
+        }
+        trim_pool();
+        match allocate() {
+            Ok(buffer) => return Ok(buffer),
+            Err(e) if !out_of_memory(&e) => return Err(failed(e)),
+            Err(_) => {}
+        }
+    }
+    Err(memory::out_of_memory(size))
+}
+
+fn on_normal_scheduler() -> bool {
+    unsafe { rustler::sys::enif_thread_type() == rustler::sys::ERL_NIF_THR_NORMAL_SCHEDULER }
+}
+
+/// Frees every idle buffer in the pool (those in-flight commands still use go when they finish).
+pub fn trim_pool() {
+    let freed = POOL.lock().map(|mut pool| {
+        pool.bytes = 0;
+        std::mem::take(&mut pool.free)
+    });
+    drop(freed);
+}
+
+/// Waits for queued and in-flight work and empties the pool: what the Elixir side does (with a
+/// garbage collection of the calling process) before it retries an op that ran out of memory.
+#[rustler::nif(schedule = "DirtyIo")]
+fn reclaim() -> Result<rustler::Atom> {
+    queue::flush(FlushReason::Reclaim)?;
+    trim_pool();
+    Ok(rustler::types::atom::ok())
 }
 
 /// A new device-local tensor buffer of `bytes` bytes (contents undefined until written).
@@ -273,6 +329,8 @@ fn upload(data: Binary) -> Result<BufferRef> {
             bytes,
         })?;
         give_back(Kind::Upload, stage);
+        // Uploads run on a dirty scheduler, so they wait here at the queue's bound.
+        queue::throttle()?;
     }
     Ok(out)
 }

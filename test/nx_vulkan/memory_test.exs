@@ -1,0 +1,114 @@
+defmodule Nx.Vulkan.MemoryTest do
+  # Not async: the budget and the queue's bound are global, and these tests set them small.
+  use ExUnit.Case, async: false
+
+  @mib 1024 * 1024
+
+  setup do
+    s = Nx.Vulkan.stats()
+
+    on_exit(fn ->
+      Nx.Vulkan.set_memory_limit(s.memory_limit)
+      Nx.Vulkan.set_pending_limits(commands: s.pending_max_commands, bytes: s.pending_max_bytes)
+    end)
+
+    # Empties the pool, so an allocation in these tests is a new one that the budget sees.
+    Nx.Vulkan.Native.reclaim()
+    Nx.Vulkan.reset_peak()
+    :ok
+  end
+
+  # 16 MiB of f32 on the device.
+  defp block(k), do: Nx.iota({4 * @mib}, type: :f32) |> Nx.add(k)
+
+  test "an allocation over the budget raises a clear error; the VM carries on and memory returns" do
+    # Room for three blocks and the iota of a fourth, not for its sum.
+    Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 72 * @mib)
+
+    error =
+      assert_raise Nx.Vulkan.Error, fn ->
+        # Kept alive in the accumulator.
+        Enum.reduce(1..8, [], fn k, held -> [block(k) | held] end)
+      end
+
+    assert error.message =~
+             ~r/^out of device memory: requested \d+ bytes; live \d+, pooled \d+, pending \d+, limit \d+$/
+
+    [_, requested, live, limit] =
+      Regex.run(~r/requested (\d+) bytes; live (\d+),.* limit (\d+)/, error.message)
+
+    assert String.to_integer(requested) >= 16 * @mib
+    assert String.to_integer(live) + String.to_integer(requested) > String.to_integer(limit)
+
+    # Another process computes meanwhile, and the held blocks died with the failed reduce: the
+    # three blocks fit again, with the right values.
+    assert Task.await(Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end)) == [2, 3]
+    held = Enum.map(1..3, &block/1)
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({4 * @mib}, type: :f32), 3) end)
+    assert Nx.to_binary(List.last(held)) == Nx.to_binary(expected)
+    m = Nx.Vulkan.memory()
+    assert m.live + m.pooled + m.pending <= m.limit
+    assert m.peak <= m.limit
+  end
+
+  test "a tensor that alone passes the budget raises at once, naming its size" do
+    Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 8 * @mib)
+
+    assert_raise Nx.Vulkan.Error, ~r/^out of device memory: requested 16777216 bytes/, fn ->
+      block(0)
+    end
+
+    Nx.Vulkan.set_memory_limit(:infinity)
+    assert Nx.to_number(block(1)[7]) == 8.0
+  end
+
+  test "memory/0 reports live, pooled, pending and peak, and the peak resets" do
+    Nx.Vulkan.set_memory_limit(:infinity)
+    t = block(0)
+    Nx.to_binary(t[0])
+    m = Nx.Vulkan.memory()
+    assert m.live >= 16 * @mib
+    assert m.peak >= m.live + m.pooled + m.pending
+    assert m.limit == :infinity
+    # Deallocated, its buffer goes to the pool; emptied, the pool frees it; the peak stays.
+    Nx.backend_deallocate(t)
+    assert Nx.Vulkan.memory().pooled >= 16 * @mib
+    Nx.Vulkan.Native.reclaim()
+    assert Nx.Vulkan.memory().peak == m.peak
+    Nx.Vulkan.reset_peak()
+    after_reset = Nx.Vulkan.memory()
+    assert after_reset.peak == after_reset.live + after_reset.pooled + after_reset.pending
+    assert after_reset.peak <= m.peak - 16 * @mib
+  end
+
+  test "a producer that never reads stays within the pending queue's bound" do
+    # Each step writes 4 MiB, which lavapipe takes far longer to compute than the BEAM to queue.
+    Nx.Vulkan.set_pending_limits(commands: 64, bytes: 16 * @mib)
+    before = Nx.Vulkan.stats().host_syncs.backpressure
+    start = Nx.iota({@mib}, type: :f32)
+
+    {result, {commands, bytes}} =
+      Enum.reduce(1..300, {start, {0, 0}}, fn _, {acc, {commands, bytes}} ->
+        m = Nx.Vulkan.memory()
+        {Nx.add(acc, 1.0), {max(commands, m.queued_commands), max(bytes, m.queued_bytes)}}
+      end)
+
+    # A process checks the bound every 16 results.
+    assert commands <= 64 + 16
+    assert bytes <= 16 * @mib + 16 * 4 * @mib
+    assert Nx.Vulkan.stats().host_syncs.backpressure > before
+
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({@mib}, type: :f32), 300.0) end)
+    assert Nx.to_binary(result) == Nx.to_binary(expected)
+  end
+
+  test "bad settings raise ArgumentError naming them" do
+    assert_raise ArgumentError, ~r/the memory limit is a number of bytes/, fn ->
+      Nx.Vulkan.set_memory_limit(1.5)
+    end
+
+    assert_raise ArgumentError, ~r/set_pending_limits\/1 takes positive integers/, fn ->
+      Nx.Vulkan.set_pending_limits(commands: 0)
+    end
+  end
+end
