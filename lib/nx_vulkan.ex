@@ -34,6 +34,28 @@ defmodule Nx.Vulkan do
   recorded against it; a read (on a dirty scheduler) waits for it like for any pending work.
   Pipelines persist across VM starts in an on-disk VkPipelineCache (`NXV_PIPELINE_CACHE`).
 
+  ## Telemetry
+
+  `:telemetry` events (all measurements in microseconds where timed):
+
+    * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
+      `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
+      (`:batch_cap`, `:early_submit`, or the flush reason that submitted it).
+    * `[:nx_vulkan, :flush]` - a flush finished: the caller waited `duration_us` for `commands`
+      commands. Metadata: `reason` (`:download`, `:explicit`, `:fallback`, `:value_read_by_op`,
+      `:defn_control`, `:reclaim` (an allocation over the budget), `:backpressure` (a producer
+      at the pending queue's bound)).
+    * `[:nx_vulkan, :pipeline, :create]` - a pipeline was created. Measurements: `duration_us`.
+      Metadata: `kernel` (its name), `op` (specialization constant 0).
+    * `[:nx_vulkan, :fallback]` - an op ran on the host. Measurements: `count` (1). Metadata:
+      `op`, `reason`.
+    * `[:nx_vulkan, :out_of_memory]` - an allocation failed after reclaiming, just before the
+      `Nx.Vulkan.Error`. Measurements: `requested_bytes`. Metadata: `nif`, `message`.
+
+  Submissions, flushes and pipeline creations happen on the crate's own threads; they reach
+  handlers through one process (`Nx.Vulkan.Telemetry`), so a handler runs there, shortly after
+  the event. Fallbacks and out-of-memory errors run the handlers in the calling process.
+
   ## Environment
 
     * `NXV_BATCH_MAX` - the most commands per command buffer: a full one is submitted at once,

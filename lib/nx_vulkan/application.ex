@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.Application do
     # Opens the device now, so a missing Vulkan loader or device stops the application with
     # Nx.Vulkan.Error's message rather than failing on the first op.
     Nx.Vulkan.Device.configure!()
-    Supervisor.start_link([], strategy: :one_for_one, name: Nx.Vulkan.Supervisor)
+    Supervisor.start_link([Nx.Vulkan.Telemetry], strategy: :one_for_one, name: Nx.Vulkan.Supervisor)
   end
 
   # The builder threads save the pipeline cache after each burst of creations; this saves the

@@ -128,6 +128,7 @@ defmodule Nx.Vulkan.Fallback do
 
     :ets.update_counter(@table, op, {2, 1}, {op, 0, reason})
     :ets.update_element(@table, op, {3, reason})
+    :telemetry.execute([:nx_vulkan, :fallback], %{count: 1}, %{op: op, reason: reason})
 
     case Process.get(@process_tag) do
       nil ->

@@ -52,7 +52,9 @@ nifs = [
   reset_peak: [],
   queue_full: [],
   throttle: [],
-  reclaim: []
+  reclaim: [],
+  # events.rs
+  set_event_sink: [:sink]
 ]
 
 defmodule Nx.Vulkan.NIF do
@@ -126,6 +128,8 @@ defmodule Nx.Vulkan.Native do
   end
 
   defp out_of_memory(nif, message) do
-    :telemetry.execute([:nx_vulkan, :out_of_memory], %{}, %{nif: nif, message: message})
+    [_, requested] = Regex.run(~r/requested (\d+) bytes/, message)
+    measurements = %{requested_bytes: String.to_integer(requested)}
+    :telemetry.execute([:nx_vulkan, :out_of_memory], measurements, %{nif: nif, message: message})
   end
 end

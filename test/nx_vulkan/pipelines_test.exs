@@ -76,11 +76,16 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
 
   # A child VM that uses a few kernels, flushes, stops, and prints what it found at start.
   @script ~S"""
+  counter = :counters.new(1, [])
+  handler = fn _, %{duration_us: us}, %{kernel: kernel}, _ when is_integer(us) and is_binary(kernel) -> :counters.add(counter, 1, 1) end
+  :telemetry.attach(:count, [:nx_vulkan, :pipeline, :create], handler, nil)
   Nx.default_backend(Nx.Vulkan.Backend)
   x = Nx.iota({16}, type: :f32)
   [Nx.exp(x), Nx.sum(x), Nx.sort(x, direction: :desc)] |> Enum.each(&Nx.to_binary/1)
   s = Nx.Vulkan.stats()
   IO.puts("status=#{s.pipeline_disk_cache.status} created=#{s.pipelines_created}")
+  Process.sleep(100)
+  IO.puts("pipeline_events=#{:counters.get(counter, 1)}")
   IO.puts("result=#{inspect(Nx.to_list(Nx.exp(Nx.tensor([0.0]))))}")
   """
 
@@ -92,6 +97,10 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
       )
 
     assert output =~ "result=[1.0]"
+    # Every creation is a telemetry event (the child counts them).
+    [_, created] = Regex.run(~r/created=(\d+)/, output)
+    assert output =~ "pipeline_events=#{created}"
+    assert String.to_integer(created) > 0
     [_, status] = Regex.run(~r/status=(\w+)/, output)
     status
   end

@@ -5,6 +5,7 @@ mod context;
 mod device;
 mod dtype;
 mod error;
+mod events;
 mod memory;
 mod ops;
 mod pipeline_disk_cache;

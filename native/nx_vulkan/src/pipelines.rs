@@ -108,6 +108,7 @@ impl Pipeline {
         CREATED.fetch_add(1, Ordering::Relaxed);
         CREATE_US.fetch_add(us, Ordering::Relaxed);
         pipeline_disk_cache::mark_dirty();
+        crate::events::pipeline_created(name, self.op, us);
         Ok(pipeline)
     }
 }

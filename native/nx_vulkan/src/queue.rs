@@ -270,23 +270,29 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
         match message {
             Control::Drain => recorder.drain(&pending),
             Control::Flush(reason, reply) => {
+                let started = Instant::now();
+                let recorded = STATS.recorded.load(Ordering::Relaxed);
                 STATS.flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
                 // A flush with nothing recorded since the last one returns without a fence wait.
                 if recorder.open.is_some() || !recorder.in_flight.is_empty() {
                     STATS.host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
                 }
-                recorder.guarded(|r| r.submit(true));
+                recorder.guarded(|r| r.submit(true, FLUSH_REASON_NAMES[reason as usize]));
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
+                let commands = STATS.recorded.load(Ordering::Relaxed) - recorded;
+                crate::events::flush(reason, commands, started.elapsed().as_micros() as u64);
             }
             Control::Throttle(reply) => {
+                let started = Instant::now();
+                let recorded = STATS.recorded.load(Ordering::Relaxed);
                 // Counted as a flush and a host sync: a producer waits for the GPU here.
                 STATS.flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
                 STATS.host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
                 while over_bound() {
                     if recorder.open.is_some() {
-                        recorder.guarded(|r| r.submit(false));
+                        recorder.guarded(|r| r.submit(false, "backpressure"));
                     } else if !recorder.in_flight.is_empty() {
                         // An error here is kept for the next flush, like any recording error.
                         recorder.guarded(|r| r.retire_oldest());
@@ -295,6 +301,8 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
                     }
                 }
                 let _ = reply.send(());
+                let commands = STATS.recorded.load(Ordering::Relaxed) - recorded;
+                crate::events::flush(FlushReason::Backpressure, commands, started.elapsed().as_micros() as u64);
             }
         }
     }
@@ -498,7 +506,7 @@ impl Recorder {
             let full = self.open.as_ref().is_some_and(|b| b.commands.len() >= batch_max());
             if full {
                 STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
-                self.guarded(|r| r.submit(false));
+                self.guarded(|r| r.submit(false, "batch_cap"));
             }
         }
         let early = EARLY_SUBMIT.load(Ordering::Relaxed)
@@ -506,7 +514,7 @@ impl Recorder {
             && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN);
         if early {
             STATS.early_submissions.fetch_add(1, Ordering::Relaxed);
-            self.guarded(|r| r.submit(false));
+            self.guarded(|r| r.submit(false, "early_submit"));
         }
     }
 
@@ -583,8 +591,9 @@ impl Recorder {
     }
 
     /// Ends and submits the open command buffer, if any, keeping at most MAX_IN_FLIGHT
-    /// submissions on the GPU; with `wait`, waits until everything submitted is done.
-    fn submit(&mut self, wait: bool) -> Result<()> {
+    /// submissions on the GPU; with `wait`, waits until everything submitted is done. `reason`
+    /// names what submitted it, for the telemetry event.
+    fn submit(&mut self, wait: bool, reason: &'static str) -> Result<()> {
         if let Some(mut batch) = self.open.take() {
             let c = ctx()?;
             let started = Instant::now();
@@ -614,9 +623,9 @@ impl Recorder {
             }
             STATS.submissions.fetch_add(1, Ordering::Relaxed);
             let submitted = Instant::now();
-            STATS
-                .submit_ns
-                .fetch_add((submitted - started).as_nanos() as u64, Ordering::Relaxed);
+            let submit_ns = (submitted - started).as_nanos() as u64;
+            STATS.submit_ns.fetch_add(submit_ns, Ordering::Relaxed);
+            crate::events::submit(reason, batch.commands.len(), (batch.recording_ns + submit_ns) / 1000);
             self.in_flight.push_back(InFlight {
                 fence,
                 _cb: cb,
