@@ -217,14 +217,20 @@ defmodule Nx.Vulkan do
   @doc """
   Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
   flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
-  (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits, live and peak
-  device bytes, and the policy in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
+  (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits (and the time
+  spent creating them, `pipeline_create_us`; what the on-disk cache held at start,
+  `pipeline_disk_cache`), live and peak device bytes, everything allocated (`allocated_bytes`,
+  `peak_allocated_bytes`) against `memory_limit`, the pending queue (`queued_commands`,
+  `queued_bytes`) against its bound (`pending_max_commands`, `pending_max_bytes`), and the policy
+  in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
 
   `host_syncs` counts the flushes a caller blocked on (work was pending or in flight), by
   reason: `:download` (a read: `Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a transfer),
   `:defn_control` (`Nx.Defn.Evaluator` reading a `while` condition or `cond` predicate),
-  `:fallback` (the host fallback), `:explicit_flush` (`flush/0`) and `:value_read_by_op` (an op
-  that reads a value mid-work: only checks in immediate mode, see `put_check_mode/1`). The
+  `:fallback` (the host fallback), `:explicit_flush` (`flush/0`), `:value_read_by_op` (an op
+  that reads a value mid-work: only checks in immediate mode, see `put_check_mode/1`),
+  `:reclaim` (an allocation over the memory budget waiting for queued work) and
+  `:backpressure` (a producer waiting at the pending queue's bound). The
   batch cap's submissions do not make the caller wait and are not counted; uploads never flush.
   """
   @spec stats() :: map
