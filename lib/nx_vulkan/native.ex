@@ -45,7 +45,8 @@ nifs = [
   arg_reduce: [:op, :type, :x, :shape, :axes, :tie_high, :index_bytes],
   triangular_solve: [:type, :a, :b, :n, :cols, :batches, :backward, :a_strides, :b_strides],
   dot: [:type, :a, :a_shape, :a_contract, :a_batch, :b, :b_shape, :b_contract, :b_batch],
-  # pipeline_disk_cache.rs, memory and queue bounds (device.rs, tensor.rs)
+  # pipelines.rs, pipeline_disk_cache.rs, memory and queue bounds (device.rs, tensor.rs)
+  forget_pipelines: [],
   save_pipeline_cache: [],
   set_memory_limit: [:bytes],
   set_pending_limits: [:commands, :bytes],

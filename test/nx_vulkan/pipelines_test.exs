@@ -3,8 +3,7 @@ defmodule Nx.Vulkan.PipelinesTest do
   use ExUnit.Case, async: false
   import Nx.Testing
 
-  # Variants rarely used elsewhere in the suite (16-bit types, unusual ops), so some of them are
-  # first uses whatever ran before.
+  # Ops of several families and types; forget_pipelines/0 makes each variant a first use again.
   defp rare_ops(backend) do
     h = Nx.iota({8, 8}, type: :f16, backend: backend) |> Nx.divide(64)
     u = Nx.iota({8, 8}, type: :u16, backend: backend)
@@ -34,6 +33,7 @@ defmodule Nx.Vulkan.PipelinesTest do
     # The BEAM reports any process that holds a normal scheduler for over 40 ms in one go (a NIF
     # that compiled a pipeline inline did, for 50-150 ms on lavapipe).
     previous = :erlang.system_monitor(self(), [{:long_schedule, 40}])
+    Nx.Vulkan.Native.forget_pipelines()
 
     calls =
       for op <- rare_ops(Nx.Vulkan.Backend) do
@@ -57,7 +57,7 @@ defmodule Nx.Vulkan.PipelinesTest do
     first_uses = for {us, new, _} <- calls, new > 0, do: us
     # Creating one pipeline takes 50-150 ms on lavapipe; a call that does not create one
     # takes well under a millisecond when the CPU is free (the bound leaves room for a busy one).
-    assert length(first_uses) >= 3, "expected some first uses, got #{inspect(calls)}"
+    assert length(first_uses) >= div(length(calls), 2), "expected first uses, got #{inspect(calls)}"
     assert Enum.max(first_uses) < 40_000, "first uses took #{inspect(first_uses)} us"
   end
 

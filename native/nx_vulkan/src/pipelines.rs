@@ -204,6 +204,14 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
     tx
 });
 
+/// Forgets every pipeline, so the next use of each variant creates it again: for tests and
+/// benchmarks of first uses (queued commands keep the pipelines they use alive).
+#[rustler::nif]
+fn forget_pipelines() -> rustler::Atom {
+    PIPELINE_CACHE.clear();
+    rustler::types::atom::ok()
+}
+
 /// (created, hits, variants, microseconds spent creating).
 pub fn stats() -> (u64, u64, usize, u64) {
     (
