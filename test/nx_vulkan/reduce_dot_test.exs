@@ -99,6 +99,20 @@ defmodule Nx.Vulkan.ReduceDotTest do
       end
     end
 
+    # f16 with 128+ rows and columns takes the tensor cores where the device has cooperative
+    # matrices (f32 accumulation in their order, rounded once to f16): within an f16 rounding of
+    # the BinaryBackend's f64 sum, with an absolute floor for cancellation.
+    test "f16 GEMM large enough for tensor cores, ragged edges, transposed and batched" do
+      tol = [rtol: 2.0e-3, atol: 2.0e-2]
+      a = random({260, 70}, :f16, 2.0, 61)
+      b = random({70, 300}, :f16, 2.0, 62)
+      assert_device(&Nx.dot/2, [a, b], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], tol)
+      c = random({2, 129, 33}, :f16, 2.0, 63)
+      d = random({2, 33, 140}, :f16, 2.0, 64)
+      assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
+    end
+
     test "batched and multi-axis contractions" do
       a = random({2, 3, 4, 5}, :f32, 1.0, 5)
       b = random({2, 5, 4, 6}, :f32, 1.0, 6)

@@ -49,6 +49,7 @@ fn device_info(env: Env) -> Result<Term> {
             ("int16", e(&i.int16)),
             ("storage_8bit", e(&i.storage8)),
             ("storage_16bit", e(&i.storage16)),
+            ("cooperative_matrix_f16", e(&i.coopmat_f16)),
             (
                 "devices",
                 i.all_devices

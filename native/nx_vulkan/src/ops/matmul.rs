@@ -79,7 +79,7 @@ fn dot(
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
     let (family, tile) = if !cpu_device() {
-        gpu_gemm_variant(dtype, batch, m, n)
+        gpu_gemm_variant(dtype, batch, m, n, ctx()?.info.coopmat_f16)
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
         (Family::GemmRows, 1)
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
@@ -119,16 +119,20 @@ fn dot(
     Ok(out)
 }
 
-/// The GEMM kernel for a GPU and its output tile. Large outputs with a 32-bit accumulator take
+/// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
+/// the tensor cores where the device has NV cooperative matrices (gemm_coop.comp, f32
+/// accumulation in the tensor cores' order). Large outputs with a 32-bit accumulator take
 /// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
 /// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
 /// 64x64 (4x4 per thread). Skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles, and so
 /// do f64 accumulators (f64, 64-bit integers, f32/f16 under NXV_PRECISE_DOT): with them the
 /// 64x64 kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at 1024^3).
-fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64) -> (Family, u64) {
+fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool) -> (Family, u64) {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
     let blocks64 = batch * m.div_ceil(64) * n.div_ceil(64);
-    if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
+    if dtype == Dtype::F16 && coopmat_f16 && !wide_accumulator && m >= 128 && n >= 128 {
+        (Family::GemmCoop, 128)
+    } else if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
         (Family::Gemm, 16)
     } else if gemm_block() != 0 {
         if gemm_block() == 128 { (Family::GemmTiled8, 128) } else { (Family::GemmTiled, 64) }
