@@ -1,6 +1,7 @@
 #version 450
 // Batched f16 GEMM on tensor cores through cooperative matrices (GL_NV_cooperative_matrix; the
-// Khronos extension needs a newer glslang than Debian's): f16 operands, f32 accumulation, the
+// Khronos extension needs a newer glslang than Debian's; the module uses the Vulkan memory
+// model, a device feature context.rs enables with the extension): f16 operands, f32 accumulation, the
 // f16 result rounded once from the f32 sum. A workgroup of 8 subgroups of 32 owns a 128x128 block
 // of c; subgroup s owns rows 32 (s / 2) .. + 31 and columns 64 (s % 2) .. + 63, as 2 x 4
 // fragments of 16x16. K goes through shared memory BK at a time: every thread loads its share

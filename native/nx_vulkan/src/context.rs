@@ -200,6 +200,8 @@ impl Context {
         // gemm_coop.comp uses. If the device refuses them, it is created without.
         let coopmat = supported_ext.nv_cooperative_matrix
             && supported.cooperative_matrix
+            && supported.vulkan_memory_model
+            && supported.vulkan_memory_model_device_scope
             && physical.properties().subgroup_size == Some(32)
             && nv_coopmat_f16(&physical);
         let create = |coopmat: bool| {
@@ -215,7 +217,14 @@ impl Context {
                         nv_cooperative_matrix: coopmat,
                         ..DeviceExtensions::empty()
                     },
-                    enabled_features: DeviceFeatures { cooperative_matrix: coopmat, ..features },
+                    // glslang writes cooperative-matrix modules in the Vulkan memory model; with
+                    // it on, Device-scope barriers of the other kernels need the device scope.
+                    enabled_features: DeviceFeatures {
+                        cooperative_matrix: coopmat,
+                        vulkan_memory_model: coopmat,
+                        vulkan_memory_model_device_scope: coopmat,
+                        ..features
+                    },
                     ..Default::default()
                 },
             )

@@ -183,6 +183,7 @@ fn stats(env: Env) -> Term {
             ("buffer_pool_misses", pool_misses.encode(env)),
             ("pooled_bytes", pooled_bytes.encode(env)),
             ("pool_max_bytes", crate::tensor::pool_max_bytes().encode(env)),
+            ("gemm_coop", crate::ops::matmul::coop_status().encode(env)),
         ],
     )
 }

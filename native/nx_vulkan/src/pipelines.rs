@@ -57,12 +57,21 @@ pub fn cached(kernel: Kernel, op: u32) -> Result<Cached> {
     Ok(PIPELINE_CACHE.entry(key).or_insert(created).clone())
 }
 
+/// A shader-module error with vulkano's problem text (its Display says only "a validation error
+/// occurred").
+fn describe(e: &vulkano::Validated<vulkano::VulkanError>) -> String {
+    match e {
+        vulkano::Validated::ValidationError(v) => v.to_string(),
+        vulkano::Validated::Error(e) => e.to_string(),
+    }
+}
+
 fn create(kernel: Kernel, op: u32) -> Result<Cached> {
     let c = ctx()?;
     // A module that needs a feature the device lacks (f64, int64, 8/16-bit storage) fails here:
     // that is "the device cannot do this", so the op goes through the host fallback.
     let module = (kernel.load)(c.device.clone())
-        .map_err(|e| unsupported!("kernel {} is not available on this device ({e})", kernel.name))?;
+        .map_err(|e| unsupported!("kernel {} is not available on this device ({})", kernel.name, describe(&e)))?;
     let mut spec = HashMap::default();
     if module.specialization_constants().contains_key(&0) {
         spec.insert(0, SpecializationConstant::U32(op));

@@ -79,7 +79,7 @@ fn dot(
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
     let (family, tile) = if !cpu_device() {
-        gpu_gemm_variant(dtype, batch, m, n, ctx()?.info.coopmat_f16)
+        gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable()?)
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
         (Family::GemmRows, 1)
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
@@ -117,6 +117,31 @@ fn dot(
     }
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
+}
+
+/// Whether gemm_coop.comp's pipeline builds on this device, tried once: where it does not, the
+/// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
+static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
+
+fn coop_usable() -> Result<bool> {
+    if !ctx()?.info.coopmat_f16 {
+        return Ok(false);
+    }
+    let status = COOP.get_or_init(|| {
+        crate::pipelines::cached(shaders::gemm_coop_f16, 0).map(|_| ()).map_err(|e| format!("{e:?}"))
+    });
+    Ok(status.is_ok())
+}
+
+/// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "untried", "ok", or
+/// why its pipeline failed.
+pub fn coop_status() -> String {
+    match (ctx().map(|c| c.info.coopmat_f16), COOP.get()) {
+        (Ok(false) | Err(_), _) => "unavailable".into(),
+        (Ok(true), None) => "untried".into(),
+        (Ok(true), Some(Ok(()))) => "ok".into(),
+        (Ok(true), Some(Err(e))) => e.clone(),
+    }
 }
 
 /// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
