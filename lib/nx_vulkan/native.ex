@@ -45,8 +45,17 @@ defmodule Nx.Vulkan.Native do
   def flush_for_fallback, do: nif_error()
   def set_batch_max(_n), do: nif_error()
 
-  def configure(_precise_f32, _precise_dot, _fence_spin_us, _cpu_device, _early_submit, _per_invocation, _gemm_block),
-    do: nif_error()
+  def configure(
+        _precise_f32,
+        _precise_dot,
+        _fence_spin_us,
+        _cpu_device,
+        _early_submit,
+        _per_invocation,
+        _gemm_block,
+        _gemm_coop
+      ),
+      do: nif_error()
 
   def stats, do: nif_error()
   def set_gpu_timing(_on), do: nif_error()

@@ -212,7 +212,9 @@ defmodule Nx.Vulkan.TransferTest do
       misses = Nx.Vulkan.stats().buffer_pool_misses - misses
       assert Nx.to_number(hd(kept)[12345]) == 24690.0
       # Dead results never pile up beyond one collection's worth.
-      assert Nx.Vulkan.memory().live - live <= Nx.Vulkan.Device.collect_bytes() + 16 * 4 * 1024 * 1024
+      assert Nx.Vulkan.memory().live - live <=
+               Nx.Vulkan.Device.collect_bytes() + 16 * 4 * 1024 * 1024
+
       misses
     end
 

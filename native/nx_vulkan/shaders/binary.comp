@@ -175,13 +175,15 @@ W apply(W x, W y) {
 }
 #endif
 
+// A function, not a macro around CANONICAL_NAN: that would evaluate apply() twice.
 #ifdef OUT_U8
-#define RESULT(x, y) uint8_t(apply(W(x), W(y)) ? 1 : 0)
+uint8_t result(bool r) { return uint8_t(r ? 1 : 0); }
 #elif defined(IS_INT)
-#define RESULT(x, y) T(apply(W(x), W(y)))
+T result(W r) { return T(r); }
 #else
-#define RESULT(x, y) CANONICAL_NAN(T, apply(W(x), W(y)))
+T result(W r) { return CANONICAL_NAN(T, r); }
 #endif
+#define RESULT(x, y) result(apply(W(x), W(y)))
 
 void main() {
   uint n = pc[0];

@@ -156,11 +156,15 @@ W apply(W a) {
 }
 #endif
 
+// A function, not a macro around CANONICAL_NAN: that would evaluate apply() twice.
+T result(W r) {
 #ifdef IS_INT
-#define RESULT(v) T(apply(W(v)))
+  return T(r);
 #else
-#define RESULT(v) CANONICAL_NAN(T, apply(W(v)))
+  return CANONICAL_NAN(T, r);
 #endif
+}
+#define RESULT(v) result(apply(W(v)))
 
 void main() {
   uint n = pc[0];

@@ -94,7 +94,7 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 /// products, compute in f64 (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
-/// a forced register-blocked GEMM block (0: by shape).
+/// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores.
 #[rustler::nif]
 fn configure(
     precise_f32: bool,
@@ -104,6 +104,7 @@ fn configure(
     early_submit: bool,
     elements_per_invocation: u32,
     gemm_block: u32,
+    gemm_coop: bool,
 ) -> Result<rustler::Atom> {
     if (precise_f32 || precise_dot) && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
@@ -115,6 +116,7 @@ fn configure(
         return Err(arg_error!("GEMM block must be 64 or 128 (0: by shape), got {gemm_block}"));
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
+    crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);
     crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);

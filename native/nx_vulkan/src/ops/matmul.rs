@@ -124,7 +124,7 @@ fn dot(
 static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
 
 fn coop_usable() -> Result<bool> {
-    if !ctx()?.info.coopmat_f16 {
+    if !crate::policy::gemm_coop() || !ctx()?.info.coopmat_f16 {
         return Ok(false);
     }
     let status = COOP.get_or_init(|| {
@@ -133,11 +133,12 @@ fn coop_usable() -> Result<bool> {
     Ok(status.is_ok())
 }
 
-/// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "untried", "ok", or
-/// why its pipeline failed.
+/// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "off" (not asked
+/// for, NXV_GEMM_COOP), "untried", "ok", or why its pipeline failed.
 pub fn coop_status() -> String {
     match (ctx().map(|c| c.info.coopmat_f16), COOP.get()) {
         (Ok(false) | Err(_), _) => "unavailable".into(),
+        (Ok(true), _) if !crate::policy::gemm_coop() => "off".into(),
         (Ok(true), None) => "untried".into(),
         (Ok(true), Some(Ok(()))) => "ok".into(),
         (Ok(true), Some(Err(e))) => e.clone(),
@@ -145,7 +146,7 @@ pub fn coop_status() -> String {
 }
 
 /// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
-/// the tensor cores where the device has NV cooperative matrices (gemm_coop.comp, f32
+/// the tensor cores, when NXV_GEMM_COOP=1, where the device has NV cooperative matrices (gemm_coop.comp, f32
 /// accumulation in the tensor cores' order). Large outputs with a 32-bit accumulator take
 /// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
 /// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
