@@ -59,6 +59,7 @@ defmodule Nx.Vulkan.Native do
 
   def stats, do: nif_error()
   def set_gpu_timing(_on), do: nif_error()
+  def take_kernel_times, do: nif_error()
 
   # ops/elementwise.rs
   def unary_op(_op, _type, _x, _n), do: nif_error()

@@ -1,6 +1,6 @@
 //! Device and runtime NIFs: device info, flush, batch cap and counters.
 use crate::context::ctx;
-use crate::error::{arg_error, Result};
+use crate::error::{arg_error, Error, Result};
 use crate::pipelines;
 use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES, STATS};
 use crate::tensor::memory_stats;
@@ -124,6 +124,17 @@ fn configure(
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
+}
+
+/// GPU time by kernel since the last call (with GPU timing on): `%{name => {commands, ns}}`;
+/// the counters start again from zero.
+#[rustler::nif]
+fn take_kernel_times(env: Env) -> Result<Term> {
+    let mut times = queue::KERNEL_TIMES
+        .lock()
+        .map_err(|_| Error::Vulkan("the kernel-time table is poisoned".into()))?;
+    let pairs = times.drain().map(|(name, (n, ns))| (name, (n, ns).encode(env))).collect();
+    Ok(map(env, pairs))
 }
 
 /// Turns GPU timestamps around each submission on or off (see `stats/0`'s gpu_ns).

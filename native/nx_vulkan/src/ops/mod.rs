@@ -172,7 +172,7 @@ pub fn grid(groups: u64) -> [u32; 3] {
 
 /// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`.
 pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, groups: [u32; 3]) -> Result<()> {
-    record(pipeline(kernel, op)?, bindings, push, groups)
+    record(kernel.name, pipeline(kernel, op)?, bindings, push, groups)
 }
 
 /// Queues an element-wise kernel over `n` elements: a kernel that visits several elements per
@@ -182,10 +182,11 @@ pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, gr
 pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, n: u64, vector: bool) -> Result<()> {
     let (pipeline, per_invocation) = crate::pipelines::cached(kernel, op)?;
     let units = if vector { n.div_ceil(4) } else { n };
-    record(pipeline, bindings, push, grid(units.div_ceil(WORKGROUP * per_invocation as u64)))
+    record(kernel.name, pipeline, bindings, push, grid(units.div_ceil(WORKGROUP * per_invocation as u64)))
 }
 
 fn record(
+    name: &'static str,
     pipeline: std::sync::Arc<vulkano::pipeline::ComputePipeline>,
     bindings: &[&BufferRef],
     push: Push,
@@ -196,6 +197,7 @@ fn record(
     }
     let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
     queue::record(Command::Dispatch(Dispatch {
+        name,
         pipeline,
         bindings,
         push: push.words,
