@@ -106,6 +106,21 @@ fn dot(
         dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
         return Ok(out);
     }
+    if family == Family::Gemm && !cpu_device() {
+        if let Some(splits) = k_splits(dtype, batch, m, n, k) {
+            // Split-K: the S chunks of K as a batch of S GEMMs into S partial products, then
+            // their sum (a column reduction over the batch axis).
+            let chunk = k / splits;
+            let partial = alloc(splits * m * n * eb)?;
+            push.set(3, splits)?;
+            push.set(2, chunk)?;
+            push.set_strides(5, &[chunk as i64 * a_ks, a_ms, a_ks])?;
+            push.set_strides(9, &[chunk as i64 * b_ks, b_ks, b_ns])?;
+            let groups = [n.div_ceil(16) as u32, m.div_ceil(16) as u32, splits as u32];
+            dispatch(kernel, 0, &[&a_buf, &b_buf, &partial], push, groups)?;
+            return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
+        }
+    }
     let groups = [
         u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
@@ -118,6 +133,26 @@ fn dot(
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
 }
+
+/// How many K chunks a skinny GEMM on a GPU splits into, if any: a single GEMM whose 16x16 tiles
+/// are too few to fill the GPU (the large MNIST step's 512x2048x10 makes 32 workgroups that
+/// each walk K = 2048) and whose K divides into chunks of at least 128. Only 4-byte element types
+/// (f32 partials are what the one-pass kernel accumulates anyway; integers wrap the same in any
+/// order); the sum's order depends only on the shape.
+fn k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
+    let tiles = m.div_ceil(16) * n.div_ceil(16);
+    if batch != 1 || dtype.bytes() != 4 || precise_dot() || tiles >= SPLIT_K_TILES {
+        return None;
+    }
+    [32u64, 16, 8, 4, 2]
+        .into_iter()
+        .find(|&s| k % s == 0 && k / s >= 128 && tiles * s <= 2 * SPLIT_K_TILES)
+        .filter(|&s| tiles * s >= SPLIT_K_TILES / 2)
+}
+
+/// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
+/// of a large GPU).
+const SPLIT_K_TILES: u64 = 256;
 
 /// Whether gemm_coop.comp's pipeline builds on this device, tried once: where it does not, the
 /// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
