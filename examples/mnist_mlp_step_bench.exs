@@ -112,6 +112,7 @@ compiled = measure.(fn -> compiled_step.(params, x, labels) end)
 
 # Breakdown pass (not timed above): GPU time per step from timestamp queries.
 Nx.Vulkan.set_gpu_timing(true)
+Nx.Vulkan.take_kernel_times()
 g0 = Nx.Vulkan.stats()
 profile_steps = 20
 
@@ -121,6 +122,7 @@ profile_steps = 20
   end)
 
 g1 = Nx.Vulkan.stats()
+kernel_times = Nx.Vulkan.take_kernel_times()
 Nx.Vulkan.set_gpu_timing(false)
 gpu_us = (g1.gpu_ns - g0.gpu_ns) / profile_steps / 1000
 profile_wait_us = (g1.wait_ns - g0.wait_ns) / profile_steps / 1000
@@ -181,6 +183,7 @@ Breakdown of a compiled step (#{profile_steps} steps with GPU timestamps on, #{F
   GPU thread: recording #{Float.round(compiled.record_us, 1)}, build+submit #{Float.round(compiled.submit_us, 1)}, fence wait #{Float.round(profile_wait_us, 1)} us/step
   host (Elixir evaluation + NIF calls), step minus fence wait   #{Float.round(profile_step_us - profile_wait_us, 1)} us/step
   of which the Evaluator's own floor (compiled, tiny shapes)   #{Float.round(floor_c_best * 1000, 1)} us/step
+  GPU time by kernel (us/step, commands/step): #{kernel_times |> Enum.sort_by(fn {_, {_, ns}} -> -ns end) |> Enum.take(10) |> Enum.map_join(", ", fn {name, {n, ns}} -> "#{name} #{Float.round(ns / profile_steps / 1000, 1)} (#{Float.round(n / profile_steps, 1)})" end)}
 """)
 
 if binary do

@@ -245,6 +245,16 @@ defmodule Nx.Vulkan do
   def set_gpu_timing(on),
     do: raise(ArgumentError, "set_gpu_timing/1 takes true or false, got: #{inspect(on)}")
 
+  @doc """
+  GPU time by kernel since the last call, while `set_gpu_timing(true)` is on: a map from kernel
+  name as an atom (e.g. `:gemm_tiled8_f32`, `:buffer_copy`) to `{commands, ns}`, where each command's
+  time runs from the end of the command before it to its own end (so commands the GPU overlaps
+  share their time, and the sum is the submissions' GPU time). Counting starts again after each
+  call. Flush first (`flush/0`) so that recorded work has run.
+  """
+  @spec take_kernel_times() :: %{atom => {non_neg_integer, non_neg_integer}}
+  def take_kernel_times, do: Native.take_kernel_times() |> Native.unwrap!()
+
   @doc "The pending-dispatch cap in force."
   def batch_max, do: stats().batch_max
 

@@ -66,7 +66,11 @@ defmodule Nx.Vulkan.Device do
     # Dot products accumulate in f64 only on CPU devices unless asked: on GPUs the f64
     # accumulator cannot take the register-blocked GEMM (H200, cd2e7c6: 1024^3 in 531 us against
     # 145 us with f32 accumulation, the precision cuBLAS and PyTorch use).
-    dot_default = if System.get_env("NXV_PRECISE") in [nil, ""], do: info.float64 and class == :software, else: precise
+    dot_default =
+      if System.get_env("NXV_PRECISE") in [nil, ""],
+        do: info.float64 and class == :software,
+        else: precise
+
     precise_dot = flag!("NXV_PRECISE_DOT", dot_default)
 
     spin_us = if class == :software, do: 0, else: 200
@@ -80,7 +84,20 @@ defmodule Nx.Vulkan.Device do
     collect = integer_env!("NXV_COLLECT_BYTES", div(Native.stats().pool_max_bytes, 4), 0, "a number of bytes (0: off)")
     :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
-    Native.configure(precise, precise_dot, spin_us, class == :software, early, per_invocation, gemm_block)
+    # f16 GEMMs on tensor cores (NV cooperative matrices): off by default, slower than the
+    # register-blocked kernel on the H200 so far (8436328: 22.6 vs 27.3 TFLOP/s at 4096^3).
+    coop = flag!("NXV_GEMM_COOP", false)
+
+    Native.configure(
+      precise,
+      precise_dot,
+      spin_us,
+      class == :software,
+      early,
+      per_invocation,
+      gemm_block,
+      coop
+    )
     |> Native.unwrap!()
 
     configure_limits!()

@@ -15,9 +15,10 @@ nifs = [
   flush: [],
   flush_for_fallback: [],
   set_batch_max: [:n],
-  configure: [:precise_f32, :precise_dot, :fence_spin_us, :cpu_device, :early_submit, :per_invocation, :gemm_block],
+  configure: [:precise_f32, :precise_dot, :fence_spin_us, :cpu_device, :early_submit, :per_invocation, :gemm_block, :gemm_coop],
   stats: [],
   set_gpu_timing: [:on],
+  take_kernel_times: [],
   # ops/elementwise.rs
   unary_op: [:op, :type, :x, :n],
   fft: [:inverse, :rows, :n, :x, :eps],

@@ -208,10 +208,14 @@ defmodule Nx.Vulkan.TransferTest do
           [Nx.add(x, y) | Enum.take(kept, 4)]
         end)
 
+      # Counted before the read below, whose staging buffer is a pool allocation of its own.
+      misses = Nx.Vulkan.stats().buffer_pool_misses - misses
       assert Nx.to_number(hd(kept)[12345]) == 24690.0
       # Dead results never pile up beyond one collection's worth.
-      assert Nx.Vulkan.memory().live - live <= Nx.Vulkan.Device.collect_bytes() + 16 * 4 * 1024 * 1024
-      Nx.Vulkan.stats().buffer_pool_misses - misses
+      assert Nx.Vulkan.memory().live - live <=
+               Nx.Vulkan.Device.collect_bytes() + 16 * 4 * 1024 * 1024
+
+      misses
     end
 
     # Buffers join the circulation until one collection's worth is pooled; from then on, none.

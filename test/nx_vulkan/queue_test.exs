@@ -144,4 +144,26 @@ defmodule Nx.Vulkan.QueueTest do
       Nx.Vulkan.set_gpu_timing(:yes)
     end
   end
+
+  test "with GPU timing on, take_kernel_times/0 gives each kernel's commands and GPU time, then starts over" do
+    Nx.Vulkan.set_gpu_timing(true)
+    Nx.Vulkan.take_kernel_times()
+    # More commands than one timed command buffer holds (1024), so the cap splits them.
+    Nx.Vulkan.set_batch_max(5000)
+    x = Nx.iota({1000}, type: :f32, backend: Nx.Vulkan.Backend)
+    last = Enum.reduce(1..1100, x, fn _, acc -> Nx.add(acc, x) end)
+    assert Nx.to_number(last[999]) == 999.0 * 1101
+    times = Nx.Vulkan.take_kernel_times()
+
+    {adds, ns} =
+      Enum.find_value(times, fn {name, v} -> if name in [:binary_f32, :binary_f32p], do: v end)
+
+    assert adds == 1100
+    assert ns > 0
+    # The read's copy into a staging buffer.
+    assert {1, _} = times.buffer_copy
+    assert Nx.Vulkan.take_kernel_times() == %{}
+  after
+    Nx.Vulkan.set_gpu_timing(false)
+  end
 end

@@ -99,6 +99,45 @@ defmodule Nx.Vulkan.ReduceDotTest do
       end
     end
 
+    # f16 with 128+ rows and columns takes the tensor cores where the device has cooperative
+    # matrices (f32 accumulation in their order, rounded once to f16): within an f16 rounding of
+    # the BinaryBackend's f64 sum, with an absolute floor for cancellation.
+    test "f16 GEMM large enough for tensor cores, ragged edges, transposed and batched" do
+      tol = [rtol: 2.0e-3, atol: 2.0e-2]
+      a = random({260, 70}, :f16, 2.0, 61)
+      b = random({70, 300}, :f16, 2.0, 62)
+      assert_device(&Nx.dot/2, [a, b], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], tol)
+      c = random({2, 129, 33}, :f16, 2.0, 63)
+      d = random({2, 33, 140}, :f16, 2.0, 64)
+      assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
+    end
+
+    # Few output tiles over a long K (as the large MNIST step's 512x2048x10 and its transposed
+    # forms): GPUs split K into chunks, multiply them as a batch and sum the partials.
+    @tag timeout: 180_000
+    test "skinny GEMMs with a long contraction (split-K on GPUs), f32 and s32" do
+      tol = if Nx.Vulkan.stats().precise_dot, do: [rtol: 1.0e-6], else: [rtol: 1.0e-5, atol: 1.0e-3]
+
+      assert_device(
+        &Nx.dot/2,
+        [random({512, 1024}, :f32, 2.0, 71), random({1024, 10}, :f32, 2.0, 72)],
+        tol
+      )
+
+      h = random({512, 1024}, :f32, 2.0, 73)
+      assert_device(&Nx.dot(&1, [0], &2, [0]), [h, random({512, 10}, :f32, 2.0, 74)], tol)
+
+      assert_device(
+        &Nx.dot(&1, [1], &2, [1]),
+        [random({300, 1024}, :f32, 2.0, 75), random({10, 1024}, :f32, 2.0, 76)],
+        tol
+      )
+
+      ints = fn shape, seed -> random(shape, :f32, 3.0, seed) |> Nx.round() |> Nx.as_type(:s32) end
+      assert_device(&Nx.dot/2, [ints.({256, 2048}, 77), ints.({2048, 3}, 78)])
+    end
+
     test "batched and multi-axis contractions" do
       a = random({2, 3, 4, 5}, :f32, 1.0, 5)
       b = random({2, 5, 4, 6}, :f32, 1.0, 6)

@@ -11,11 +11,11 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
-layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
-layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 #ifdef T4
-layout(set = 0, binding = 0) restrict readonly buffer X4 { T4 x4[]; };
-layout(set = 0, binding = 1) restrict writeonly buffer Y4 { T4 y4[]; };
+layout(set = 0, binding = 0) readonly buffer X4 { T4 x4[]; };
+layout(set = 0, binding = 1) writeonly buffer Y4 { T4 y4[]; };
 #endif
 
 #ifdef IS_INT
@@ -156,11 +156,15 @@ W apply(W a) {
 }
 #endif
 
+// A function, not a macro around CANONICAL_NAN: that would evaluate apply() twice.
+T result(W r) {
 #ifdef IS_INT
-#define RESULT(v) T(apply(W(v)))
+  return T(r);
 #else
-#define RESULT(v) CANONICAL_NAN(T, apply(W(v)))
+  return CANONICAL_NAN(T, r);
 #endif
+}
+#define RESULT(v) result(apply(W(v)))
 
 void main() {
   uint n = pc[0];

@@ -39,8 +39,38 @@ pub struct DeviceInfo {
     pub int16: bool,
     pub storage8: bool,
     pub storage16: bool,
+    /// Tensor cores through VK_NV_cooperative_matrix: 16x16x16 subgroup matrices of f16 with f32
+    /// accumulation, enabled on the device (gemm_coop.comp).
+    pub coopmat_f16: bool,
     /// Every compute-capable device: (index for NXV_DEVICE, name, type).
     pub all_devices: Vec<(usize, String, &'static str)>,
+}
+
+/// Whether the driver lists subgroup-scoped 16x16x16 cooperative matrices with f16 A and B and
+/// f32 C and D (VK_NV_cooperative_matrix's property query).
+fn nv_coopmat_f16(physical: &PhysicalDevice) -> bool {
+    use vulkano::{Handle, VulkanObject};
+    use ash::vk;
+    let query = physical.instance().fns().nv_cooperative_matrix.get_physical_device_cooperative_matrix_properties_nv;
+    let handle = vk::PhysicalDevice::from_raw(physical.handle().as_raw());
+    let mut count = 0u32;
+    // SAFETY: the extension is supported (checked by the caller), the count/array protocol as
+    // the specification gives it.
+    if unsafe { query(handle, &mut count, std::ptr::null_mut()) } != vk::Result::SUCCESS {
+        return false;
+    }
+    let mut props = vec![vk::CooperativeMatrixPropertiesNV::default(); count as usize];
+    if unsafe { query(handle, &mut count, props.as_mut_ptr()) } != vk::Result::SUCCESS {
+        return false;
+    }
+    props.iter().take(count as usize).any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16)
+            && p.a_type == vk::ComponentTypeNV::FLOAT16
+            && p.b_type == vk::ComponentTypeNV::FLOAT16
+            && p.c_type == vk::ComponentTypeNV::FLOAT32
+            && p.d_type == vk::ComponentTypeNV::FLOAT32
+            && p.scope == vk::ScopeNV::SUBGROUP
+    })
 }
 
 pub struct Context {
@@ -166,23 +196,44 @@ impl Context {
                 physical.properties().device_name
             )));
         }
-        let extensions = DeviceExtensions {
-            khr_push_descriptor: true,
-            ..DeviceExtensions::empty()
-        };
-        let (device, mut queues) = Device::new(
-            physical.clone(),
-            DeviceCreateInfo {
-                queue_create_infos: vec![QueueCreateInfo {
-                    queue_family_index: family,
+        // Tensor cores where the driver offers NV cooperative matrices of the shape and types
+        // gemm_coop.comp uses. If the device refuses them, it is created without.
+        let coopmat = supported_ext.nv_cooperative_matrix
+            && supported.cooperative_matrix
+            && supported.vulkan_memory_model
+            && supported.vulkan_memory_model_device_scope
+            && physical.properties().subgroup_size == Some(32)
+            && nv_coopmat_f16(&physical);
+        let create = |coopmat: bool| {
+            Device::new(
+                physical.clone(),
+                DeviceCreateInfo {
+                    queue_create_infos: vec![QueueCreateInfo {
+                        queue_family_index: family,
+                        ..Default::default()
+                    }],
+                    enabled_extensions: DeviceExtensions {
+                        khr_push_descriptor: true,
+                        nv_cooperative_matrix: coopmat,
+                        ..DeviceExtensions::empty()
+                    },
+                    // glslang writes cooperative-matrix modules in the Vulkan memory model; with
+                    // it on, Device-scope barriers of the other kernels need the device scope.
+                    enabled_features: DeviceFeatures {
+                        cooperative_matrix: coopmat,
+                        vulkan_memory_model: coopmat,
+                        vulkan_memory_model_device_scope: coopmat,
+                        ..features
+                    },
                     ..Default::default()
-                }],
-                enabled_extensions: extensions,
-                enabled_features: features,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| Error::vulkan("creating the Vulkan device", e))?;
+                },
+            )
+        };
+        let (coopmat, (device, mut queues)) = match create(coopmat) {
+            Ok(created) => (coopmat, created),
+            Err(_) if coopmat => (false, create(false).map_err(|e| Error::vulkan("creating the Vulkan device", e))?),
+            Err(e) => return Err(Error::vulkan("creating the Vulkan device", e)),
+        };
         let queue = queues
             .next()
             .ok_or_else(|| Error::Vulkan("the device returned no queue".into()))?;
@@ -220,6 +271,7 @@ impl Context {
             int16: features.shader_int16,
             storage8: features.storage_buffer8_bit_access,
             storage16: features.storage_buffer16_bit_access,
+            coopmat_f16: coopmat,
             all_devices,
         };
         if info.max_push_constants < 128 {

@@ -1,6 +1,6 @@
 //! Device and runtime NIFs: device info, flush, batch cap and counters.
 use crate::context::ctx;
-use crate::error::{arg_error, Result};
+use crate::error::{arg_error, Error, Result};
 use crate::pipelines;
 use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES, STATS};
 use crate::tensor::memory_stats;
@@ -49,6 +49,7 @@ fn device_info(env: Env) -> Result<Term> {
             ("int16", e(&i.int16)),
             ("storage_8bit", e(&i.storage8)),
             ("storage_16bit", e(&i.storage16)),
+            ("cooperative_matrix_f16", e(&i.coopmat_f16)),
             (
                 "devices",
                 i.all_devices
@@ -93,7 +94,7 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 /// products, compute in f64 (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
-/// a forced register-blocked GEMM block (0: by shape).
+/// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores.
 #[rustler::nif]
 fn configure(
     precise_f32: bool,
@@ -103,6 +104,7 @@ fn configure(
     early_submit: bool,
     elements_per_invocation: u32,
     gemm_block: u32,
+    gemm_coop: bool,
 ) -> Result<rustler::Atom> {
     if (precise_f32 || precise_dot) && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
@@ -114,6 +116,7 @@ fn configure(
         return Err(arg_error!("GEMM block must be 64 or 128 (0: by shape), got {gemm_block}"));
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
+    crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);
     crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
@@ -163,6 +166,17 @@ fn queue_full() -> bool {
 fn throttle() -> Result<rustler::Atom> {
     queue::throttle()?;
     Ok(rustler::types::atom::ok())
+}
+
+/// GPU time by kernel since the last call (with GPU timing on): `%{name => {commands, ns}}`;
+/// the counters start again from zero.
+#[rustler::nif]
+fn take_kernel_times(env: Env) -> Result<Term> {
+    let mut times = queue::KERNEL_TIMES
+        .lock()
+        .map_err(|_| Error::Vulkan("the kernel-time table is poisoned".into()))?;
+    let pairs = times.drain().map(|(name, (n, ns))| (name, (n, ns).encode(env))).collect();
+    Ok(map(env, pairs))
 }
 
 /// Turns GPU timestamps around each submission on or off (see `stats/0`'s gpu_ns).
@@ -235,6 +249,7 @@ fn stats(env: Env) -> Term {
             ("queued_bytes", queued_bytes.encode(env)),
             ("pending_max_commands", queue::MAX_QUEUED_COMMANDS.load(Ordering::Relaxed).encode(env)),
             ("pending_max_bytes", queue::MAX_QUEUED_BYTES.load(Ordering::Relaxed).encode(env)),
+            ("gemm_coop", crate::ops::matmul::coop_status().encode(env)),
         ],
     )
 }

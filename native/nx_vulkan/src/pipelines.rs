@@ -148,6 +148,15 @@ pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
     Ok(slot)
 }
 
+/// A shader-module error with vulkano's problem text (its Display says only "a validation error
+/// occurred").
+fn describe(e: &vulkano::Validated<vulkano::VulkanError>) -> String {
+    match e {
+        vulkano::Validated::ValidationError(v) => v.to_string(),
+        vulkano::Validated::Error(e) => e.to_string(),
+    }
+}
+
 fn module(kernel: Kernel) -> Result<Arc<ShaderModule>> {
     let key = (kernel.name.as_ptr() as usize, kernel.name.len());
     if let Some(m) = MODULES.get(&key) {
@@ -157,7 +166,7 @@ fn module(kernel: Kernel) -> Result<Arc<ShaderModule>> {
     // that is "the device cannot do this", so the op goes through the host fallback (the failure
     // is kept too, so each later fallback does not load it again).
     let module = (kernel.load)(ctx()?.device.clone())
-        .map_err(|e| unsupported!("kernel {} is not available on this device ({e})", kernel.name));
+        .map_err(|e| unsupported!("kernel {} is not available on this device ({})", kernel.name, describe(&e)));
     MODULES.entry(key).or_insert(module).clone()
 }
 

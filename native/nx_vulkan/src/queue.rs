@@ -22,10 +22,10 @@ use ash::vk;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use once_cell::sync::Lazy;
 use smallvec::SmallVec;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use vulkano::buffer::Subbuffer;
 use vulkano::command_buffer::{
@@ -43,6 +43,8 @@ pub const PUSH_WORDS: usize = 32;
 /// One compute dispatch, described, not recorded. Every kernel writes its last binding and only
 /// reads the others (the hazard tracking relies on it).
 pub struct Dispatch {
+    /// The kernel's name (shaders.rs), for the per-kernel GPU times of `kernel_times`.
+    pub name: &'static str,
     /// Possibly not created yet: the GPU thread waits for it when recording (pipelines.rs).
     pub pipeline: Arc<crate::pipelines::Pipeline>,
     /// Storage buffers in binding order (set 0, bindings 0..n).
@@ -162,9 +164,15 @@ pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
 /// How long a fence is polled before blocking. Set from the device class: polling pays on GPUs,
 /// but on a CPU device (lavapipe) it steals a core from the threads doing the work.
 pub static FENCE_SPIN_US: AtomicU64 = AtomicU64::new(200);
-/// Whether each submission brackets its commands with timestamps (STATS.gpu_ns). Off by default:
-/// reading the queries back costs a little per submission.
+/// Whether each submission writes a timestamp before its first command and after every command
+/// (STATS.gpu_ns, and per kernel in KERNEL_TIMES). Off by default: the queries cost a little per
+/// command. With it on, a command buffer holds at most TIMED_COMMANDS commands.
 pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
+const TIMED_COMMANDS: usize = 1024;
+
+/// GPU time by kernel name while GPU_TIMING is on: (commands, ns from the end of the previous
+/// command to the end of this one; overlapping independent commands share their time).
+pub static KERNEL_TIMES: Lazy<Mutex<HashMap<&'static str, (u64, u64)>>> = Lazy::new(Default::default);
 /// Commands pushed and not yet taken by the GPU thread.
 static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Set while a Drain is on its way, so a burst of commands wakes the thread once.
@@ -503,7 +511,9 @@ impl Recorder {
         while let Ok(command) = pending.try_recv() {
             PENDING_COUNT.fetch_sub(1, Ordering::AcqRel);
             self.guarded(|r| r.record(command));
-            let full = self.open.as_ref().is_some_and(|b| b.commands.len() >= batch_max());
+            let full = self.open.as_ref().is_some_and(|b| {
+                b.commands.len() >= batch_max() || (b.timestamps.is_some() && b.commands.len() >= TIMED_COMMANDS)
+            });
             if full {
                 STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
                 self.guarded(|r| r.submit(false, "batch_cap"));
@@ -534,7 +544,7 @@ impl Recorder {
         let timestamps = if GPU_TIMING.load(Ordering::Relaxed) {
             let pool = self.timestamp_pool()?;
             unsafe {
-                cb.reset_query_pool_unchecked(&pool, 0..2);
+                cb.reset_query_pool_unchecked(&pool, 0..TIMED_COMMANDS as u32 + 1);
                 cb.write_timestamp_unchecked(&pool, 0, PipelineStage::TopOfPipe);
             }
             Some(pool)
@@ -586,6 +596,10 @@ impl Recorder {
             }
         }
         batch.commands.push(command);
+        if let Some(pool) = &batch.timestamps {
+            // After command i (1-based): its end, and the next one's start.
+            unsafe { batch.cb.write_timestamp_unchecked(pool, batch.commands.len() as u32, PipelineStage::BottomOfPipe) };
+        }
         batch.recording_ns += started.elapsed().as_nanos() as u64;
         Ok(())
     }
@@ -600,9 +614,6 @@ impl Recorder {
             unsafe {
                 // Make every write visible to the host (downloads read staging buffers after the fence).
                 batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
-                if let Some(pool) = &batch.timestamps {
-                    batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
-                }
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
@@ -667,11 +678,23 @@ impl Recorder {
             .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
         unsafe { done.fence.reset() }.map_err(|e| Error::vulkan("resetting a fence", e))?;
         if let Some(pool) = &done.timestamps {
-            let mut ticks = [0u64; 2];
-            pool.get_results(0..2, &mut ticks, QueryResultFlags::WAIT)
+            let n = done.commands.len();
+            let mut ticks = vec![0u64; n + 1];
+            pool.get_results(0..n as u32 + 1, &mut ticks, QueryResultFlags::WAIT)
                 .map_err(|e| Error::vulkan("reading timestamps", e))?;
-            let ns = ticks[1].saturating_sub(ticks[0]) as f64 * c.info.timestamp_period as f64;
-            STATS.gpu_ns.fetch_add(ns as u64, Ordering::Relaxed);
+            let ns = |a: u64, b: u64| (b.saturating_sub(a) as f64 * c.info.timestamp_period as f64) as u64;
+            STATS.gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
+            if let Ok(mut times) = KERNEL_TIMES.lock() {
+                for (i, command) in done.commands.iter().enumerate() {
+                    let name = match command {
+                        Command::Dispatch(d) => d.name,
+                        Command::Copy { .. } => "buffer_copy",
+                    };
+                    let entry = times.entry(name).or_default();
+                    entry.0 += 1;
+                    entry.1 += ns(ticks[i], ticks[i + 1]);
+                }
+            }
             self.free_timestamps.push(pool.clone());
         }
         let _ = done.submitted;
@@ -697,7 +720,7 @@ impl Recorder {
         QueryPool::new(
             ctx()?.device.clone(),
             QueryPoolCreateInfo {
-                query_count: 2,
+                query_count: TIMED_COMMANDS as u32 + 1,
                 ..QueryPoolCreateInfo::query_type(QueryType::Timestamp)
             },
         )

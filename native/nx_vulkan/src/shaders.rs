@@ -136,6 +136,7 @@ kernels! {
     gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
     gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
     gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
+    gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
     gemm_tiled_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "4";
     gemm_tiled8_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "8";
     gemm_tiled_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float", "TM" = "4";
@@ -324,6 +325,7 @@ pub enum Family {
     Gemm,
     GemmTiled,
     GemmTiled8,
+    GemmCoop,
     GemmRows,
     ArgReduce,
     Classify,
@@ -405,6 +407,7 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         (Family::Gemm, Dtype::U16) => Some(gemm_u16),
         (Family::Gemm, Dtype::U32) => Some(gemm_u32),
         (Family::Gemm, Dtype::U64) => Some(gemm_u64),
+        (Family::GemmCoop, Dtype::F16) => (!precise).then_some(gemm_coop_f16),
         (Family::GemmTiled, Dtype::F32) => (!precise).then_some(gemm_tiled_f32),
         (Family::GemmTiled8, Dtype::F32) => (!precise).then_some(gemm_tiled8_f32),
         (Family::GemmTiled, Dtype::F16) => (!precise).then_some(gemm_tiled_f16),

@@ -79,7 +79,7 @@ fn dot(
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
     let (family, tile) = if !cpu_device() {
-        gpu_gemm_variant(dtype, batch, m, n)
+        gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable()?)
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
         (Family::GemmRows, 1)
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
@@ -106,6 +106,21 @@ fn dot(
         dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
         return Ok(out);
     }
+    if family == Family::Gemm && !cpu_device() {
+        if let Some(splits) = k_splits(dtype, batch, m, n, k) {
+            // Split-K: the S chunks of K as a batch of S GEMMs into S partial products, then
+            // their sum (a column reduction over the batch axis).
+            let chunk = k / splits;
+            let partial = alloc(splits * m * n * eb)?;
+            push.set(3, splits)?;
+            push.set(2, chunk)?;
+            push.set_strides(5, &[chunk as i64 * a_ks, a_ms, a_ks])?;
+            push.set_strides(9, &[chunk as i64 * b_ks, b_ks, b_ns])?;
+            let groups = [n.div_ceil(16) as u32, m.div_ceil(16) as u32, splits as u32];
+            dispatch(kernel, 0, &[&a_buf, &b_buf, &partial], push, groups)?;
+            return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
+        }
+    }
     let groups = [
         u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
@@ -119,16 +134,71 @@ fn dot(
     Ok(out)
 }
 
-/// The GEMM kernel for a GPU and its output tile. Large outputs with a 32-bit accumulator take
+/// How many K chunks a skinny GEMM on a GPU splits into, if any: a single GEMM whose 16x16 tiles
+/// are too few to fill the GPU (the large MNIST step's 512x2048x10 makes 32 workgroups that
+/// each walk K = 2048) and whose K divides into chunks of at least 128. Only 4-byte element types
+/// (f32 partials are what the one-pass kernel accumulates anyway; integers wrap the same in any
+/// order); the sum's order depends only on the shape.
+fn k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
+    let tiles = m.div_ceil(16) * n.div_ceil(16);
+    if batch != 1 || dtype.bytes() != 4 || precise_dot() || tiles >= SPLIT_K_TILES {
+        return None;
+    }
+    [32u64, 16, 8, 4, 2]
+        .into_iter()
+        .find(|&s| k % s == 0 && k / s >= 128 && tiles * s <= 2 * SPLIT_K_TILES)
+        .filter(|&s| tiles * s >= SPLIT_K_TILES / 2)
+}
+
+/// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
+/// of a large GPU).
+const SPLIT_K_TILES: u64 = 256;
+
+/// Whether gemm_coop.comp's pipeline builds on this device, tried once: where it does not, the
+/// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
+static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
+
+fn coop_usable() -> Result<bool> {
+    if !crate::policy::gemm_coop() || !ctx()?.info.coopmat_f16 {
+        return Ok(false);
+    }
+    // Waits for the pipeline's creation, once, on the caller's scheduler: the one exception to
+    // "no NIF creates a pipeline" (pipelines.rs), taken only with NXV_GEMM_COOP=1 on a device
+    // with cooperative matrices, because which kernel runs decides the result's rounding.
+    let status = COOP.get_or_init(|| {
+        crate::pipelines::pipeline(shaders::gemm_coop_f16, 0)
+            .and_then(|p| p.get().map(|_| ()))
+            .map_err(|e| format!("{e:?}"))
+    });
+    Ok(status.is_ok())
+}
+
+/// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "off" (not asked
+/// for, NXV_GEMM_COOP), "untried", "ok", or why its pipeline failed.
+pub fn coop_status() -> String {
+    match (ctx().map(|c| c.info.coopmat_f16), COOP.get()) {
+        (Ok(false) | Err(_), _) => "unavailable".into(),
+        (Ok(true), _) if !crate::policy::gemm_coop() => "off".into(),
+        (Ok(true), None) => "untried".into(),
+        (Ok(true), Some(Ok(()))) => "ok".into(),
+        (Ok(true), Some(Err(e))) => e.clone(),
+    }
+}
+
+/// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
+/// the tensor cores, when NXV_GEMM_COOP=1, where the device has NV cooperative matrices (gemm_coop.comp, f32
+/// accumulation in the tensor cores' order). Large outputs with a 32-bit accumulator take
 /// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
 /// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
 /// 64x64 (4x4 per thread). Skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles, and so
 /// do f64 accumulators (f64, 64-bit integers, f32/f16 under NXV_PRECISE_DOT): with them the
 /// 64x64 kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at 1024^3).
-fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64) -> (Family, u64) {
+fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool) -> (Family, u64) {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
     let blocks64 = batch * m.div_ceil(64) * n.div_ceil(64);
-    if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
+    if dtype == Dtype::F16 && coopmat_f16 && !wide_accumulator && m >= 128 && n >= 128 {
+        (Family::GemmCoop, 128)
+    } else if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
         (Family::Gemm, 16)
     } else if gemm_block() != 0 {
         if gemm_block() == 128 { (Family::GemmTiled8, 128) } else { (Family::GemmTiled, 64) }

@@ -172,7 +172,7 @@ pub fn grid(groups: u64) -> [u32; 3] {
 
 /// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`.
 pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, groups: [u32; 3]) -> Result<()> {
-    record(pipeline(kernel, op)?, bindings, push, groups)
+    record(kernel.name, pipeline(kernel, op)?, bindings, push, groups)
 }
 
 /// Queues an element-wise kernel over `n` elements: a kernel that visits several elements per
@@ -183,10 +183,11 @@ pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push:
     let pipeline = pipeline(kernel, op)?;
     let units = if vector { n.div_ceil(4) } else { n };
     let groups = grid(units.div_ceil(WORKGROUP * pipeline.per_invocation as u64));
-    record(pipeline, bindings, push, groups)
+    record(kernel.name, pipeline, bindings, push, groups)
 }
 
 fn record(
+    name: &'static str,
     pipeline: std::sync::Arc<crate::pipelines::Pipeline>,
     bindings: &[&BufferRef],
     push: Push,
@@ -197,6 +198,7 @@ fn record(
     }
     let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
     queue::record(Command::Dispatch(Dispatch {
+        name,
         pipeline,
         bindings,
         push: push.words,

@@ -158,7 +158,17 @@ fn arg_reduce(
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
     let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
-    let layout = Layout::of(&x, dtype, &shape, &axes)?;
+    reduce_axes(code, name, dtype, &x, &shape, &axes)
+}
+
+/// The sum of `x` (of `shape`) over `axes`, for other ops' second passes (split-K GEMM).
+pub fn sum_axes(dtype: Dtype, x: &BufferRef, shape: &[u64], axes: &[usize]) -> Result<BufferRef> {
+    reduce_axes(0, REDUCE_OPS[0], dtype, x, shape, axes)
+}
+
+fn reduce_axes(code: u32, name: &str, dtype: Dtype, x: &BufferRef, shape: &[u64], axes: &[usize]) -> Result<BufferRef> {
+    let x = x.clone();
+    let layout = Layout::of(&x, dtype, shape, axes)?;
     // Short reductions fold serially, one invocation per output; long ones use a workgroup per
     // output and a tree in shared memory; long ones to few outputs split in two passes so that
     // many workgroups share each output. CPU devices prefer serial (no barriers) up to the point

@@ -1,0 +1,85 @@
+#version 450
+// Batched f16 GEMM on tensor cores through cooperative matrices (GL_NV_cooperative_matrix; the
+// Khronos extension needs a newer glslang than Debian's; the module uses the Vulkan memory
+// model, a device feature context.rs enables with the extension): f16 operands, f32 accumulation, the
+// f16 result rounded once from the f32 sum. A workgroup of 8 subgroups of 32 owns a 128x128 block
+// of c; subgroup s owns rows 32 (s / 2) .. + 31 and columns 64 (s % 2) .. + 63, as 2 x 4
+// fragments of 16x16. K goes through shared memory BK at a time: every thread loads its share
+// of both tiles through the operands' strides (any layout, ragged edges zero-padded), then each
+// subgroup multiplies its fragments from shared memory. Results go through a per-subgroup
+// shared scratch fragment so edge blocks store only their valid part.
+// The sum's order is the tensor cores', not gemm.comp's sequence: deterministic on one device.
+// Bindings and push constants as gemm.comp (T is float16_t). Dispatch: (ceil(N/128),
+// ceil(M/128), batch); needs a subgroup size of 32.
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#include "common.glsl"
+#define BM 128
+#define BN 128
+#define BK 32
+// Row strides of the shared tiles, in elements: multiples of 8 halves (16 bytes), as
+// cooperative-matrix loads want, and off the 128-byte period so rows spread across banks.
+#define AS (BK + 8)
+#define BS (BN + 8)
+layout(local_size_x = 256) in;
+layout(set = 0, binding = 0) readonly buffer A { T a[]; };
+layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+shared float16_t ta[BM * AS];
+shared float16_t tb[BK * BS];
+shared float16_t scratch[8 * 16 * 16];
+
+void main() {
+  uint M = pc[0], N = pc[1], K = pc[2];
+  uint batch = gl_WorkGroupID.z;
+  uint tid = gl_LocalInvocationID.x, sg = tid / 32u, lane = tid % 32u;
+  uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+  uint a_base = pc[4] + batch * pc[5], a_ms = pc[6], a_ks = pc[7];
+  uint b_base = pc[8] + batch * pc[9], b_ks = pc[10], b_ns = pc[11];
+  bool a_k_fast = a_ks == 1u, b_n_fast = b_ns == 1u || b_ks != 1u;
+  uint sr = (sg / 2u) * 32u, sc = (sg % 2u) * 64u;
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][4];
+  for (int i = 0; i < 2; ++i) for (int j = 0; j < 4; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+
+  for (uint k0 = 0u; k0 < K; k0 += BK) {
+    // 128 x 32 of a and 32 x 128 of b: 16 elements of each per thread, unit-stride index fastest.
+    for (uint l = 0u; l < 16u; ++l) {
+      uint e = tid + l * 256u;
+      uint am = a_k_fast ? e / BK : e % BM, ak = a_k_fast ? e % BK : e / BM;
+      uint gr = row0 + am, gk = k0 + ak;
+      ta[am * AS + ak] = (gr < M && gk < K) ? a[a_base + gr * a_ms + gk * a_ks] : float16_t(0.0);
+      uint bn = b_n_fast ? e % BN : e / BK, bk = b_n_fast ? e / BN : e % BK;
+      uint hk = k0 + bk, gc = col0 + bn;
+      tb[bk * BS + bn] = (hk < K && gc < N) ? b[b_base + hk * b_ks + gc * b_ns] : float16_t(0.0);
+    }
+    barrier();
+    for (uint kk = 0u; kk < BK; kk += 16u) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
+      for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta, (sr + 16u * uint(i)) * AS + kk, AS, false);
+      for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb, kk * BS + sc + 16u * uint(j), BS, false);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
+    barrier();
+  }
+
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h = fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]);
+      coopMatStoreNV(h, scratch, sg * 256u, 16u, false);
+      subgroupBarrier();
+      subgroupMemoryBarrierShared();
+      // 256 elements, 8 per lane: row lane / 2, columns 8 (lane % 2) ..
+      uint r = row0 + sr + 16u * uint(i) + lane / 2u;
+      for (uint q = 0u; q < 8u; ++q) {
+        uint cc = (lane % 2u) * 8u + q;
+        uint col = col0 + sc + 16u * uint(j) + cc;
+        if (r < M && col < N) c[(batch * M + r) * N + col] = scratch[sg * 256u + (lane / 2u) * 16u + cc];
+      }
+      subgroupBarrier();
+      subgroupMemoryBarrierShared();
+    }
+  }
+}
