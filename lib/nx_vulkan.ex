@@ -70,6 +70,11 @@ defmodule Nx.Vulkan do
       class, see `Nx.Vulkan.Device.configure!/0`).
     * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
       (default `0`).
+    * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
+      largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
+      `set_memory_limit/1`.
+    * `NXV_PENDING_COMMANDS`, `NXV_PENDING_BYTES` - the pending queue's bound (default 4096
+      commands, a quarter of the memory limit); see `set_pending_limits/1`.
     * `NXV_PIPELINE_CACHE` - directory of the on-disk pipeline cache (default
       `$XDG_CACHE_HOME/nx_vulkan`, else `~/.cache/nx_vulkan`; `off` disables it). A file written
       for another device or driver, or corrupt, is ignored and replaced.
