@@ -2,17 +2,17 @@
 //! dtype variant) and specialization constants, and reused. Counters show creations vs hits.
 //!
 //! Creating a pipeline compiles the shader (100-140 ms per variant on lavapipe, LLVM), far too long
-//! for the normal BEAM scheduler an op NIF runs on. So an op never creates one: on a miss it loads
-//! the shader module (a SPIR-V copy, microseconds; a module the device cannot run fails here, so
-//! the op still goes to the host fallback at once), queues the variant for the builder threads and
-//! records its dispatch against the `Pipeline` slot. The GPU thread waits for the slot (or builds
+//! for the normal BEAM scheduler an op NIF runs on. So an op never creates one: on a miss it takes
+//! the shader module (loaded ahead at start, `preload_modules`; a module the device cannot run
+//! fails to load, so the op still goes to the host fallback at once), queues the variant for the
+//! builder threads and records its dispatch against the `Pipeline` slot. The GPU thread waits for the slot (or builds
 //! it itself if no builder has started it) when it records the dispatch; the caller only waits at
 //! a read, on a dirty scheduler, as for any pending work. A creation error is reported at that
 //! flush, as a recording error is.
 //!
 //! Pipelines go through one VkPipelineCache, saved to disk (pipeline_disk_cache.rs) after each burst
-//! of creations and at application stop, and loaded at start, so a second VM start compiles nothing
-//! the first one compiled.
+//! of creations and at application stop, and loaded at start, so on a driver that caches compiled
+//! code a second VM start compiles nothing the first one compiled (lavapipe's cache holds none).
 use crate::context::ctx;
 use crate::error::{unsupported, Error, Result};
 use crate::pipeline_disk_cache;
