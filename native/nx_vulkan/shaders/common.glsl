@@ -11,6 +11,10 @@
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(push_constant) uniform PushConstants { uint pc[32]; };
+// Reductions and windows accumulate in the compute type W.
+#if defined(W) && !defined(ACC)
+#define ACC W
+#endif
 
 #define MAX_RANK 6
 #define WG 256

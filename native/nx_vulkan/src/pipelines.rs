@@ -177,8 +177,8 @@ pub fn preload_modules() {
     let _ = std::thread::Builder::new()
         .name("nx_vulkan_modules".into())
         .spawn(|| {
-            for kernel in crate::shaders::ALL {
-                let _ = std::panic::catch_unwind(|| module(*kernel));
+            for kernel in crate::shaders::all() {
+                let _ = std::panic::catch_unwind(|| module(kernel));
             }
         });
 }

@@ -1,30 +1,94 @@
 //! Every shader variant, compiled from GLSL at build time by vulkano-shaders: one source per op
-//! family, dtype variants by defines. Each line makes a module (the compiled SPIR-V) and a
-//! `Kernel` constant of the same name that the pipeline cache loads on first use.
-#![allow(non_upper_case_globals)]
+//! family, dtype variants by defines. The numeric dtypes' defines are written once (the
+//! `numeric_variant!` table) and each family lists which dtypes it builds (`numeric_family!`),
+//! which makes a module per family holding one compiled module and one `Kernel` constant per
+//! dtype (e.g. `unary::F32P`, named "unary_f32p") and the family's lookup table. Kernels that
+//! come by element width or stand alone are listed one by one (`kernels!`).
+#![allow(non_upper_case_globals, non_snake_case)]
 use crate::dtype::Dtype;
 use crate::pipelines::Kernel;
 
+/// One variant: a module with the compiled SPIR-V and a `Kernel` constant of the same name,
+/// which the pipeline cache loads on first use.
+macro_rules! kernel {
+    ($variant:ident, $name:expr, $path:literal $(, $define:literal = $value:literal)*) => {
+        pub mod $variant {
+            vulkano_shaders::shader! {
+                ty: "compute",
+                path: $path,
+                define: [$(($define, $value)),*],
+                vulkan_version: "1.2",
+                spirv_version: "1.3",
+            }
+        }
+        pub const $variant: Kernel = Kernel {
+            name: $name,
+            load: $variant::load,
+            vectorized: defines_t4(&[$($define),*]),
+        };
+    };
+}
+
 macro_rules! kernels {
     ($($variant:ident => $path:literal $(, $define:literal = $value:literal)*;)*) => {
-        $(
-            pub mod $variant {
-                vulkano_shaders::shader! {
-                    ty: "compute",
-                    path: $path,
-                    define: [$(($define, $value)),*],
-                    vulkan_version: "1.2",
-                    spirv_version: "1.3",
-                }
-            }
-            pub const $variant: Kernel = Kernel {
-                name: stringify!($variant),
-                load: $variant::load,
-                vectorized: defines_t4(&[$($define),*]),
-            };
-        )*
-        /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules).
-        pub const ALL: &[Kernel] = &[$($variant),*];
+        $( kernel!($variant, stringify!($variant), $path $(, $define = $value)*); )*
+        /// The kernels listed one by one (see `all`).
+        const STANDALONE: &[Kernel] = &[$($variant),*];
+    };
+}
+
+/// The numeric dtypes' defines (T storage type; W compute type; PRECISE: f32/f16 math in f64;
+/// IS_F64; IS_INT, IS_SIGNED, BITS, T_MIN, T_MAX for integers), then the family's own (`[..]`
+/// groups: the family-wide ones and the variant's).
+macro_rules! numeric_variant {
+    (@emit $family:ident, $path:literal, $dt:ident, $suffix:literal, [$($d:literal = $dv:literal),*], [$($c:literal = $cv:literal),*] $(, [$($o:literal = $ov:literal),*])?) => {
+        kernel!($dt, concat!(stringify!($family), "_", $suffix), $path $(, $d = $dv)* $(, $c = $cv)* $($(, $o = $ov)*)?);
+    };
+    ($f:ident, $p:literal, F32, $($x:tt)*) => { numeric_variant!(@emit $f, $p, F32, "f32", ["T" = "float", "W" = "float"], $($x)*); };
+    ($f:ident, $p:literal, F32P, $($x:tt)*) => { numeric_variant!(@emit $f, $p, F32P, "f32p", ["T" = "float", "W" = "double", "PRECISE" = "1"], $($x)*); };
+    ($f:ident, $p:literal, F64, $($x:tt)*) => { numeric_variant!(@emit $f, $p, F64, "f64", ["T" = "double", "W" = "double", "IS_F64" = "1"], $($x)*); };
+    ($f:ident, $p:literal, F16, $($x:tt)*) => { numeric_variant!(@emit $f, $p, F16, "f16", ["T" = "float16_t", "W" = "float"], $($x)*); };
+    ($f:ident, $p:literal, F16P, $($x:tt)*) => { numeric_variant!(@emit $f, $p, F16P, "f16p", ["T" = "float16_t", "W" = "double", "PRECISE" = "1"], $($x)*); };
+    ($f:ident, $p:literal, S8, $($x:tt)*) => { numeric_variant!(@emit $f, $p, S8, "s8", ["T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127"], $($x)*); };
+    ($f:ident, $p:literal, S16, $($x:tt)*) => { numeric_variant!(@emit $f, $p, S16, "s16", ["T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767"], $($x)*); };
+    ($f:ident, $p:literal, S32, $($x:tt)*) => { numeric_variant!(@emit $f, $p, S32, "s32", ["T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647"], $($x)*); };
+    ($f:ident, $p:literal, S64, $($x:tt)*) => { numeric_variant!(@emit $f, $p, S64, "s64", ["T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))"], $($x)*); };
+    ($f:ident, $p:literal, U8, $($x:tt)*) => { numeric_variant!(@emit $f, $p, U8, "u8", ["T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u"], $($x)*); };
+    ($f:ident, $p:literal, U16, $($x:tt)*) => { numeric_variant!(@emit $f, $p, U16, "u16", ["T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u"], $($x)*); };
+    ($f:ident, $p:literal, U32, $($x:tt)*) => { numeric_variant!(@emit $f, $p, U32, "u32", ["T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u"], $($x)*); };
+    ($f:ident, $p:literal, U64, $($x:tt)*) => { numeric_variant!(@emit $f, $p, U64, "u64", ["T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))"], $($x)*); };
+}
+
+/// The dtype and precision a numeric variant serves.
+macro_rules! variant_key {
+    (F32) => { (Dtype::F32, false) };
+    (F32P) => { (Dtype::F32, true) };
+    (F64) => { (Dtype::F64, false) };
+    (F16) => { (Dtype::F16, false) };
+    (F16P) => { (Dtype::F16, true) };
+    (S8) => { (Dtype::S8, false) };
+    (S16) => { (Dtype::S16, false) };
+    (S32) => { (Dtype::S32, false) };
+    (S64) => { (Dtype::S64, false) };
+    (U8) => { (Dtype::U8, false) };
+    (U16) => { (Dtype::U16, false) };
+    (U32) => { (Dtype::U32, false) };
+    (U64) => { (Dtype::U64, false) };
+}
+
+/// A family of numeric variants: `numeric_family!(name, "path", [family-wide defines], [DTYPE,
+/// DTYPE + [its own defines], ..])`.
+macro_rules! numeric_family {
+    ($family:ident, $path:literal, $common:tt, [$($dt:ident $(+ $own:tt)?),* $(,)?]) => {
+        pub mod $family {
+            use super::*;
+            $( numeric_variant!($family, $path, $dt, $common $(, $own)?); )*
+            /// (dtype, precise, kernel) of every variant.
+            pub const VARIANTS: &[(Dtype, bool, Kernel)] = &[$({
+                let (dtype, precise) = variant_key!($dt);
+                (dtype, precise, $dt)
+            }),*];
+        }
     };
 }
 
@@ -41,132 +105,30 @@ const fn defines_t4(defines: &[&str]) -> bool {
     false
 }
 
+numeric_family!(unary, "shaders/unary.comp", [], [F32 + ["T4" = "vec4"], F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(binary, "shaders/binary.comp", [], [F32 + ["T4" = "vec4"], F32P + ["T4" = "vec4"], F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(compare, "shaders/binary.comp", ["OUT_U8" = "1"], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(reduce, "shaders/reduce.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(reduce_out_acc, "shaders/reduce.comp", ["OUT_ACC" = "1"], [F32P, F16, F16P]);
+numeric_family!(reduce_in_acc, "shaders/reduce.comp", ["IN_ACC" = "1"], [F32P, F16, F16P]);
+numeric_family!(reduce_columns, "shaders/reduce_columns.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(reduce_serial, "shaders/reduce_serial.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(gemm, "shaders/gemm.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+// 32-bit accumulators only (see ops/matmul.rs).
+numeric_family!(gemm_tiled, "shaders/gemm_tiled.comp", ["TM" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
+numeric_family!(gemm_tiled8, "shaders/gemm_tiled.comp", ["TM" = "8"], [F32, F16, S8, S16, S32, U8, U16, U32]);
+numeric_family!(gemm_rows, "shaders/gemm_rows.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(arg_reduce, "shaders/arg_reduce.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(classify, "shaders/classify.comp", [], [F32, F64, F16]);
+numeric_family!(window, "shaders/window.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(sort, "shaders/sort.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(sort_bitonic, "shaders/sort_bitonic.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(scatter, "shaders/scatter.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(trisolve, "shaders/trisolve.comp", [], [F32, F32P, F64, F16]);
+numeric_family!(window_scatter, "shaders/window_scatter.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
+
 kernels! {
-    unary_f32 => "shaders/unary.comp", "T" = "float", "W" = "float", "T4" = "vec4";
-    unary_f32p => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
-    unary_f64 => "shaders/unary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    unary_f16 => "shaders/unary.comp", "T" = "float16_t", "W" = "float";
-    unary_f16p => "shaders/unary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    unary_s8 => "shaders/unary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    unary_s16 => "shaders/unary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    unary_s32 => "shaders/unary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    unary_s64 => "shaders/unary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    unary_u8 => "shaders/unary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    unary_u16 => "shaders/unary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    unary_u32 => "shaders/unary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    unary_u64 => "shaders/unary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    binary_f32 => "shaders/binary.comp", "T" = "float", "W" = "float", "T4" = "vec4";
-    binary_f32p => "shaders/binary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
-    binary_f64 => "shaders/binary.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    binary_f16 => "shaders/binary.comp", "T" = "float16_t", "W" = "float";
-    binary_f16p => "shaders/binary.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    binary_s8 => "shaders/binary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    binary_s16 => "shaders/binary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    binary_s32 => "shaders/binary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    binary_s64 => "shaders/binary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    binary_u8 => "shaders/binary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    binary_u16 => "shaders/binary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    binary_u32 => "shaders/binary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    binary_u64 => "shaders/binary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    compare_f32 => "shaders/binary.comp", "T" = "float", "W" = "float", "OUT_U8" = "1";
-    compare_f64 => "shaders/binary.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "OUT_U8" = "1";
-    compare_f16 => "shaders/binary.comp", "T" = "float16_t", "W" = "float", "OUT_U8" = "1";
-    compare_s8 => "shaders/binary.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "OUT_U8" = "1";
-    compare_s16 => "shaders/binary.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "OUT_U8" = "1";
-    compare_s32 => "shaders/binary.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "OUT_U8" = "1";
-    compare_s64 => "shaders/binary.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "OUT_U8" = "1";
-    compare_u8 => "shaders/binary.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "OUT_U8" = "1";
-    compare_u16 => "shaders/binary.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "OUT_U8" = "1";
-    compare_u32 => "shaders/binary.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "OUT_U8" = "1";
-    compare_u64 => "shaders/binary.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "OUT_U8" = "1";
-
-    reduce_f32 => "shaders/reduce.comp", "T" = "float", "W" = "float", "ACC" = "float";
-    reduce_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_f64 => "shaders/reduce.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
-    reduce_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
-    reduce_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_s8 => "shaders/reduce.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
-    reduce_s16 => "shaders/reduce.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
-    reduce_s32 => "shaders/reduce.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
-    reduce_s64 => "shaders/reduce.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
-    reduce_u8 => "shaders/reduce.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
-    reduce_u16 => "shaders/reduce.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
-    reduce_u32 => "shaders/reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
-    reduce_u64 => "shaders/reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
-    reduce_columns_f32 => "shaders/reduce_columns.comp", "T" = "float", "W" = "float", "ACC" = "float";
-    reduce_columns_f32p => "shaders/reduce_columns.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_columns_f64 => "shaders/reduce_columns.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
-    reduce_columns_f16 => "shaders/reduce_columns.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
-    reduce_columns_f16p => "shaders/reduce_columns.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_columns_s8 => "shaders/reduce_columns.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
-    reduce_columns_s16 => "shaders/reduce_columns.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
-    reduce_columns_s32 => "shaders/reduce_columns.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
-    reduce_columns_s64 => "shaders/reduce_columns.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
-    reduce_columns_u8 => "shaders/reduce_columns.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
-    reduce_columns_u16 => "shaders/reduce_columns.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
-    reduce_columns_u32 => "shaders/reduce_columns.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
-    reduce_columns_u64 => "shaders/reduce_columns.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
-
-    reduce_serial_f32 => "shaders/reduce_serial.comp", "T" = "float", "W" = "float", "ACC" = "float";
-    reduce_serial_f32p => "shaders/reduce_serial.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_serial_f64 => "shaders/reduce_serial.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
-    reduce_serial_f16 => "shaders/reduce_serial.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
-    reduce_serial_f16p => "shaders/reduce_serial.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    reduce_serial_s8 => "shaders/reduce_serial.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
-    reduce_serial_s16 => "shaders/reduce_serial.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
-    reduce_serial_s32 => "shaders/reduce_serial.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
-    reduce_serial_s64 => "shaders/reduce_serial.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
-    reduce_serial_u8 => "shaders/reduce_serial.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
-    reduce_serial_u16 => "shaders/reduce_serial.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
-    reduce_serial_u32 => "shaders/reduce_serial.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
-    reduce_serial_u64 => "shaders/reduce_serial.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
-
-    gemm_f32 => "shaders/gemm.comp", "T" = "float", "W" = "float";
-    gemm_f32p => "shaders/gemm.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
-    gemm_f64 => "shaders/gemm.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    gemm_f16 => "shaders/gemm.comp", "T" = "float16_t", "W" = "float";
-    gemm_f16p => "shaders/gemm.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    gemm_s8 => "shaders/gemm.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    gemm_s16 => "shaders/gemm.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    gemm_s32 => "shaders/gemm.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    gemm_s64 => "shaders/gemm.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    gemm_u8 => "shaders/gemm.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    gemm_u16 => "shaders/gemm.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    gemm_u32 => "shaders/gemm.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    gemm_u64 => "shaders/gemm.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
     gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
-    gemm_tiled_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "4";
-    gemm_tiled8_f32 => "shaders/gemm_tiled.comp", "T" = "float", "W" = "float", "TM" = "8";
-    gemm_tiled_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float", "TM" = "4";
-    gemm_tiled8_f16 => "shaders/gemm_tiled.comp", "T" = "float16_t", "W" = "float", "TM" = "8";
-    gemm_tiled_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "TM" = "4";
-    gemm_tiled8_s8 => "shaders/gemm_tiled.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "TM" = "8";
-    gemm_tiled_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "TM" = "4";
-    gemm_tiled8_s16 => "shaders/gemm_tiled.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "TM" = "8";
-    gemm_tiled_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "TM" = "4";
-    gemm_tiled8_s32 => "shaders/gemm_tiled.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "TM" = "8";
-    gemm_tiled_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "TM" = "4";
-    gemm_tiled8_u8 => "shaders/gemm_tiled.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "TM" = "8";
-    gemm_tiled_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "TM" = "4";
-    gemm_tiled8_u16 => "shaders/gemm_tiled.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "TM" = "8";
-    gemm_tiled_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "TM" = "4";
-    gemm_tiled8_u32 => "shaders/gemm_tiled.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "TM" = "8";
-
-    gemm_rows_f32 => "shaders/gemm_rows.comp", "T" = "float", "W" = "float";
-    gemm_rows_f32p => "shaders/gemm_rows.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
-    gemm_rows_f64 => "shaders/gemm_rows.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    gemm_rows_f16 => "shaders/gemm_rows.comp", "T" = "float16_t", "W" = "float";
-    gemm_rows_f16p => "shaders/gemm_rows.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    gemm_rows_s8 => "shaders/gemm_rows.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    gemm_rows_s16 => "shaders/gemm_rows.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    gemm_rows_s32 => "shaders/gemm_rows.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    gemm_rows_s64 => "shaders/gemm_rows.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    gemm_rows_u8 => "shaders/gemm_rows.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    gemm_rows_u16 => "shaders/gemm_rows.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    gemm_rows_u32 => "shaders/gemm_rows.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    gemm_rows_u64 => "shaders/gemm_rows.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";
     select_b2 => "shaders/select.comp", "T" = "uint16_t";
@@ -200,99 +162,9 @@ kernels! {
     iota_u32 => "shaders/iota.comp", "T" = "uint";
     iota_u64 => "shaders/iota.comp", "T" = "uint64_t";
 
-    arg_reduce_f32 => "shaders/arg_reduce.comp", "T" = "float", "W" = "float";
-    arg_reduce_f64 => "shaders/arg_reduce.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    arg_reduce_f16 => "shaders/arg_reduce.comp", "T" = "float16_t", "W" = "float";
-    arg_reduce_s8 => "shaders/arg_reduce.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    arg_reduce_s16 => "shaders/arg_reduce.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    arg_reduce_s32 => "shaders/arg_reduce.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    arg_reduce_s64 => "shaders/arg_reduce.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    arg_reduce_u8 => "shaders/arg_reduce.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    arg_reduce_u16 => "shaders/arg_reduce.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    arg_reduce_u32 => "shaders/arg_reduce.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    arg_reduce_u64 => "shaders/arg_reduce.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    classify_f32 => "shaders/classify.comp", "T" = "float", "W" = "float";
-    classify_f64 => "shaders/classify.comp", "T" = "double", "W" = "double";
-    classify_f16 => "shaders/classify.comp", "T" = "float16_t", "W" = "float";
-
-    window_f32 => "shaders/window.comp", "T" = "float", "W" = "float", "ACC" = "float";
-    window_f32p => "shaders/window.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    window_f64 => "shaders/window.comp", "T" = "double", "W" = "double", "IS_F64" = "1", "ACC" = "double";
-    window_f16 => "shaders/window.comp", "T" = "float16_t", "W" = "float", "ACC" = "float";
-    window_f16p => "shaders/window.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double";
-    window_s8 => "shaders/window.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127", "ACC" = "int";
-    window_s16 => "shaders/window.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767", "ACC" = "int";
-    window_s32 => "shaders/window.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647", "ACC" = "int";
-    window_s64 => "shaders/window.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))", "ACC" = "int64_t";
-    window_u8 => "shaders/window.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u", "ACC" = "uint";
-    window_u16 => "shaders/window.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u", "ACC" = "uint";
-    window_u32 => "shaders/window.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u", "ACC" = "uint";
-    window_u64 => "shaders/window.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))", "ACC" = "uint64_t";
-
-    sort_f32 => "shaders/sort.comp", "T" = "float", "W" = "float";
-    sort_f64 => "shaders/sort.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    sort_f16 => "shaders/sort.comp", "T" = "float16_t", "W" = "float";
-    sort_s8 => "shaders/sort.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    sort_s16 => "shaders/sort.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    sort_s32 => "shaders/sort.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    sort_s64 => "shaders/sort.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    sort_u8 => "shaders/sort.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    sort_u16 => "shaders/sort.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    sort_u32 => "shaders/sort.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    sort_u64 => "shaders/sort.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-    sort_bitonic_f32 => "shaders/sort_bitonic.comp", "T" = "float", "W" = "float";
-    sort_bitonic_f64 => "shaders/sort_bitonic.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    sort_bitonic_f16 => "shaders/sort_bitonic.comp", "T" = "float16_t", "W" = "float";
-    sort_bitonic_s8 => "shaders/sort_bitonic.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    sort_bitonic_s16 => "shaders/sort_bitonic.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    sort_bitonic_s32 => "shaders/sort_bitonic.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    sort_bitonic_s64 => "shaders/sort_bitonic.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    sort_bitonic_u8 => "shaders/sort_bitonic.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    sort_bitonic_u16 => "shaders/sort_bitonic.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    sort_bitonic_u32 => "shaders/sort_bitonic.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    sort_bitonic_u64 => "shaders/sort_bitonic.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    scatter_f32 => "shaders/scatter.comp", "T" = "float", "W" = "float";
-    scatter_f32p => "shaders/scatter.comp", "T" = "float", "W" = "double", "PRECISE" = "1";
-    scatter_f64 => "shaders/scatter.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    scatter_f16 => "shaders/scatter.comp", "T" = "float16_t", "W" = "float";
-    scatter_f16p => "shaders/scatter.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1";
-    scatter_s8 => "shaders/scatter.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    scatter_s16 => "shaders/scatter.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    scatter_s32 => "shaders/scatter.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    scatter_s64 => "shaders/scatter.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    scatter_u8 => "shaders/scatter.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    scatter_u16 => "shaders/scatter.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    scatter_u32 => "shaders/scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    scatter_u64 => "shaders/scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    trisolve_f32 => "shaders/trisolve.comp", "T" = "float", "W" = "float";
-    trisolve_f32p => "shaders/trisolve.comp", "T" = "float", "W" = "double";
-    trisolve_f64 => "shaders/trisolve.comp", "T" = "double", "W" = "double";
-    trisolve_f16 => "shaders/trisolve.comp", "T" = "float16_t", "W" = "float";
     trisolve_c64 => "shaders/trisolve.comp", "T" = "vec2", "W" = "vec2", "COMPLEX" = "1";
     trisolve_c64p => "shaders/trisolve.comp", "T" = "vec2", "W" = "dvec2", "COMPLEX" = "1";
     trisolve_c128 => "shaders/trisolve.comp", "T" = "dvec2", "W" = "dvec2", "COMPLEX" = "1";
-
-    window_scatter_f32 => "shaders/window_scatter.comp", "T" = "float", "W" = "float";
-    window_scatter_f64 => "shaders/window_scatter.comp", "T" = "double", "W" = "double", "IS_F64" = "1";
-    window_scatter_f16 => "shaders/window_scatter.comp", "T" = "float16_t", "W" = "float";
-    window_scatter_s8 => "shaders/window_scatter.comp", "T" = "int8_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "8", "T_MIN" = "(-128)", "T_MAX" = "127";
-    window_scatter_s16 => "shaders/window_scatter.comp", "T" = "int16_t", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "16", "T_MIN" = "(-32768)", "T_MAX" = "32767";
-    window_scatter_s32 => "shaders/window_scatter.comp", "T" = "int", "W" = "int", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "32", "T_MIN" = "(-2147483647 - 1)", "T_MAX" = "2147483647";
-    window_scatter_s64 => "shaders/window_scatter.comp", "T" = "int64_t", "W" = "int64_t", "IS_INT" = "1", "IS_SIGNED" = "1", "BITS" = "64", "T_MIN" = "(int64_t(1) << 63)", "T_MAX" = "(~(int64_t(1) << 63))";
-    window_scatter_u8 => "shaders/window_scatter.comp", "T" = "uint8_t", "W" = "uint", "IS_INT" = "1", "BITS" = "8", "T_MIN" = "0u", "T_MAX" = "255u";
-    window_scatter_u16 => "shaders/window_scatter.comp", "T" = "uint16_t", "W" = "uint", "IS_INT" = "1", "BITS" = "16", "T_MIN" = "0u", "T_MAX" = "65535u";
-    window_scatter_u32 => "shaders/window_scatter.comp", "T" = "uint", "W" = "uint", "IS_INT" = "1", "BITS" = "32", "T_MIN" = "0u", "T_MAX" = "4294967295u";
-    window_scatter_u64 => "shaders/window_scatter.comp", "T" = "uint64_t", "W" = "uint64_t", "IS_INT" = "1", "BITS" = "64", "T_MIN" = "uint64_t(0)", "T_MAX" = "(~uint64_t(0))";
-
-    reduce_out_acc_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double", "OUT_ACC" = "1";
-    reduce_in_acc_f32p => "shaders/reduce.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "ACC" = "double", "IN_ACC" = "1";
-    reduce_out_acc_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float", "OUT_ACC" = "1";
-    reduce_in_acc_f16 => "shaders/reduce.comp", "T" = "float16_t", "W" = "float", "ACC" = "float", "IN_ACC" = "1";
-    reduce_out_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "OUT_ACC" = "1";
-    reduce_in_acc_f16p => "shaders/reduce.comp", "T" = "float16_t", "W" = "double", "PRECISE" = "1", "ACC" = "double", "IN_ACC" = "1";
 
     complex_binary_c64 => "shaders/complex.comp", "T2" = "vec2", "BINARY" = "1";
     complex_binary_c128 => "shaders/complex.comp", "T2" = "dvec2", "BINARY" = "1";
@@ -337,191 +209,71 @@ pub enum Family {
     WindowScatter,
 }
 
-/// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math.
-/// None: no variant for this dtype (bf16, complex, sub-byte), so the op takes the host fallback.
+/// The variant of `family` for `dtype`; `precise` picks the f64-computing variant of f32/f16 math
+/// where the family has one (else the plain one). None: no variant for this dtype (bf16, complex,
+/// sub-byte), so the op takes the host fallback.
 pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
-    match (family, dtype) {
-        (Family::Unary, Dtype::F32) => Some(if precise { unary_f32p } else { unary_f32 }),
-        (Family::Unary, Dtype::F64) => Some(unary_f64),
-        (Family::Unary, Dtype::F16) => Some(if precise { unary_f16p } else { unary_f16 }),
-        (Family::Unary, Dtype::S8) => Some(unary_s8),
-        (Family::Unary, Dtype::S16) => Some(unary_s16),
-        (Family::Unary, Dtype::S32) => Some(unary_s32),
-        (Family::Unary, Dtype::S64) => Some(unary_s64),
-        (Family::Unary, Dtype::U8) => Some(unary_u8),
-        (Family::Unary, Dtype::U16) => Some(unary_u16),
-        (Family::Unary, Dtype::U32) => Some(unary_u32),
-        (Family::Unary, Dtype::U64) => Some(unary_u64),
-        (Family::Binary, Dtype::F32) => Some(if precise { binary_f32p } else { binary_f32 }),
-        (Family::Binary, Dtype::F64) => Some(binary_f64),
-        (Family::Binary, Dtype::F16) => Some(if precise { binary_f16p } else { binary_f16 }),
-        (Family::Binary, Dtype::S8) => Some(binary_s8),
-        (Family::Binary, Dtype::S16) => Some(binary_s16),
-        (Family::Binary, Dtype::S32) => Some(binary_s32),
-        (Family::Binary, Dtype::S64) => Some(binary_s64),
-        (Family::Binary, Dtype::U8) => Some(binary_u8),
-        (Family::Binary, Dtype::U16) => Some(binary_u16),
-        (Family::Binary, Dtype::U32) => Some(binary_u32),
-        (Family::Binary, Dtype::U64) => Some(binary_u64),
-        (Family::Compare, Dtype::F32) => Some(compare_f32),
-        (Family::Compare, Dtype::F64) => Some(compare_f64),
-        (Family::Compare, Dtype::F16) => Some(compare_f16),
-        (Family::Compare, Dtype::S8) => Some(compare_s8),
-        (Family::Compare, Dtype::S16) => Some(compare_s16),
-        (Family::Compare, Dtype::S32) => Some(compare_s32),
-        (Family::Compare, Dtype::S64) => Some(compare_s64),
-        (Family::Compare, Dtype::U8) => Some(compare_u8),
-        (Family::Compare, Dtype::U16) => Some(compare_u16),
-        (Family::Compare, Dtype::U32) => Some(compare_u32),
-        (Family::Compare, Dtype::U64) => Some(compare_u64),
-        (Family::Reduce, Dtype::F32) => Some(if precise { reduce_f32p } else { reduce_f32 }),
-        (Family::Reduce, Dtype::F64) => Some(reduce_f64),
-        (Family::Reduce, Dtype::F16) => Some(if precise { reduce_f16p } else { reduce_f16 }),
-        (Family::Reduce, Dtype::S8) => Some(reduce_s8),
-        (Family::Reduce, Dtype::S16) => Some(reduce_s16),
-        (Family::Reduce, Dtype::S32) => Some(reduce_s32),
-        (Family::Reduce, Dtype::S64) => Some(reduce_s64),
-        (Family::Reduce, Dtype::U8) => Some(reduce_u8),
-        (Family::Reduce, Dtype::U16) => Some(reduce_u16),
-        (Family::Reduce, Dtype::U32) => Some(reduce_u32),
-        (Family::Reduce, Dtype::U64) => Some(reduce_u64),
-        (Family::ReduceColumns, Dtype::F32) => Some(if precise { reduce_columns_f32p } else { reduce_columns_f32 }),
-        (Family::ReduceColumns, Dtype::F64) => Some(reduce_columns_f64),
-        (Family::ReduceColumns, Dtype::F16) => Some(if precise { reduce_columns_f16p } else { reduce_columns_f16 }),
-        (Family::ReduceColumns, Dtype::S8) => Some(reduce_columns_s8),
-        (Family::ReduceColumns, Dtype::S16) => Some(reduce_columns_s16),
-        (Family::ReduceColumns, Dtype::S32) => Some(reduce_columns_s32),
-        (Family::ReduceColumns, Dtype::S64) => Some(reduce_columns_s64),
-        (Family::ReduceColumns, Dtype::U8) => Some(reduce_columns_u8),
-        (Family::ReduceColumns, Dtype::U16) => Some(reduce_columns_u16),
-        (Family::ReduceColumns, Dtype::U32) => Some(reduce_columns_u32),
-        (Family::ReduceColumns, Dtype::U64) => Some(reduce_columns_u64),
-        (Family::Gemm, Dtype::F32) => Some(if precise { gemm_f32p } else { gemm_f32 }),
-        (Family::Gemm, Dtype::F64) => Some(gemm_f64),
-        (Family::Gemm, Dtype::F16) => Some(if precise { gemm_f16p } else { gemm_f16 }),
-        (Family::Gemm, Dtype::S8) => Some(gemm_s8),
-        (Family::Gemm, Dtype::S16) => Some(gemm_s16),
-        (Family::Gemm, Dtype::S32) => Some(gemm_s32),
-        (Family::Gemm, Dtype::S64) => Some(gemm_s64),
-        (Family::Gemm, Dtype::U8) => Some(gemm_u8),
-        (Family::Gemm, Dtype::U16) => Some(gemm_u16),
-        (Family::Gemm, Dtype::U32) => Some(gemm_u32),
-        (Family::Gemm, Dtype::U64) => Some(gemm_u64),
-        (Family::GemmCoop, Dtype::F16) => (!precise).then_some(gemm_coop_f16),
-        (Family::GemmTiled, Dtype::F32) => (!precise).then_some(gemm_tiled_f32),
-        (Family::GemmTiled8, Dtype::F32) => (!precise).then_some(gemm_tiled8_f32),
-        (Family::GemmTiled, Dtype::F16) => (!precise).then_some(gemm_tiled_f16),
-        (Family::GemmTiled8, Dtype::F16) => (!precise).then_some(gemm_tiled8_f16),
-        (Family::GemmTiled, Dtype::S8) => Some(gemm_tiled_s8),
-        (Family::GemmTiled8, Dtype::S8) => Some(gemm_tiled8_s8),
-        (Family::GemmTiled, Dtype::S16) => Some(gemm_tiled_s16),
-        (Family::GemmTiled8, Dtype::S16) => Some(gemm_tiled8_s16),
-        (Family::GemmTiled, Dtype::S32) => Some(gemm_tiled_s32),
-        (Family::GemmTiled8, Dtype::S32) => Some(gemm_tiled8_s32),
-        (Family::GemmTiled, Dtype::U8) => Some(gemm_tiled_u8),
-        (Family::GemmTiled8, Dtype::U8) => Some(gemm_tiled8_u8),
-        (Family::GemmTiled, Dtype::U16) => Some(gemm_tiled_u16),
-        (Family::GemmTiled8, Dtype::U16) => Some(gemm_tiled8_u16),
-        (Family::GemmTiled, Dtype::U32) => Some(gemm_tiled_u32),
-        (Family::GemmTiled8, Dtype::U32) => Some(gemm_tiled8_u32),
-        (Family::ReduceSerial, Dtype::F32) => Some(if precise { reduce_serial_f32p } else { reduce_serial_f32 }),
-        (Family::ReduceSerial, Dtype::F64) => Some(reduce_serial_f64),
-        (Family::ReduceSerial, Dtype::F16) => Some(if precise { reduce_serial_f16p } else { reduce_serial_f16 }),
-        (Family::ReduceSerial, Dtype::S8) => Some(reduce_serial_s8),
-        (Family::ReduceSerial, Dtype::S16) => Some(reduce_serial_s16),
-        (Family::ReduceSerial, Dtype::S32) => Some(reduce_serial_s32),
-        (Family::ReduceSerial, Dtype::S64) => Some(reduce_serial_s64),
-        (Family::ReduceSerial, Dtype::U8) => Some(reduce_serial_u8),
-        (Family::ReduceSerial, Dtype::U16) => Some(reduce_serial_u16),
-        (Family::ReduceSerial, Dtype::U32) => Some(reduce_serial_u32),
-        (Family::ReduceSerial, Dtype::U64) => Some(reduce_serial_u64),
-        (Family::GemmRows, Dtype::F32) => Some(if precise { gemm_rows_f32p } else { gemm_rows_f32 }),
-        (Family::GemmRows, Dtype::F64) => Some(gemm_rows_f64),
-        (Family::GemmRows, Dtype::F16) => Some(if precise { gemm_rows_f16p } else { gemm_rows_f16 }),
-        (Family::GemmRows, Dtype::S8) => Some(gemm_rows_s8),
-        (Family::GemmRows, Dtype::S16) => Some(gemm_rows_s16),
-        (Family::GemmRows, Dtype::S32) => Some(gemm_rows_s32),
-        (Family::GemmRows, Dtype::S64) => Some(gemm_rows_s64),
-        (Family::GemmRows, Dtype::U8) => Some(gemm_rows_u8),
-        (Family::GemmRows, Dtype::U16) => Some(gemm_rows_u16),
-        (Family::GemmRows, Dtype::U32) => Some(gemm_rows_u32),
-        (Family::GemmRows, Dtype::U64) => Some(gemm_rows_u64),
-        (Family::ArgReduce, Dtype::F32) => Some(arg_reduce_f32),
-        (Family::ArgReduce, Dtype::F64) => Some(arg_reduce_f64),
-        (Family::ArgReduce, Dtype::F16) => Some(arg_reduce_f16),
-        (Family::ArgReduce, Dtype::S8) => Some(arg_reduce_s8),
-        (Family::ArgReduce, Dtype::S16) => Some(arg_reduce_s16),
-        (Family::ArgReduce, Dtype::S32) => Some(arg_reduce_s32),
-        (Family::ArgReduce, Dtype::S64) => Some(arg_reduce_s64),
-        (Family::ArgReduce, Dtype::U8) => Some(arg_reduce_u8),
-        (Family::ArgReduce, Dtype::U16) => Some(arg_reduce_u16),
-        (Family::ArgReduce, Dtype::U32) => Some(arg_reduce_u32),
-        (Family::ArgReduce, Dtype::U64) => Some(arg_reduce_u64),
-        (Family::Classify, Dtype::F32) => Some(classify_f32),
-        (Family::Classify, Dtype::F64) => Some(classify_f64),
-        (Family::Classify, Dtype::F16) => Some(classify_f16),
-        (Family::Window, Dtype::F32) => Some(if precise { window_f32p } else { window_f32 }),
-        (Family::Window, Dtype::F64) => Some(window_f64),
-        (Family::Window, Dtype::F16) => Some(if precise { window_f16p } else { window_f16 }),
-        (Family::Window, Dtype::S8) => Some(window_s8),
-        (Family::Window, Dtype::S16) => Some(window_s16),
-        (Family::Window, Dtype::S32) => Some(window_s32),
-        (Family::Window, Dtype::S64) => Some(window_s64),
-        (Family::Window, Dtype::U8) => Some(window_u8),
-        (Family::Window, Dtype::U16) => Some(window_u16),
-        (Family::Window, Dtype::U32) => Some(window_u32),
-        (Family::Window, Dtype::U64) => Some(window_u64),
-        (Family::Sort, Dtype::F32) => Some(sort_f32),
-        (Family::Sort, Dtype::F64) => Some(sort_f64),
-        (Family::Sort, Dtype::F16) => Some(sort_f16),
-        (Family::Sort, Dtype::S8) => Some(sort_s8),
-        (Family::Sort, Dtype::S16) => Some(sort_s16),
-        (Family::Sort, Dtype::S32) => Some(sort_s32),
-        (Family::Sort, Dtype::S64) => Some(sort_s64),
-        (Family::Sort, Dtype::U8) => Some(sort_u8),
-        (Family::Sort, Dtype::U16) => Some(sort_u16),
-        (Family::Sort, Dtype::U32) => Some(sort_u32),
-        (Family::Sort, Dtype::U64) => Some(sort_u64),
-        (Family::SortBitonic, Dtype::F32) => Some(sort_bitonic_f32),
-        (Family::SortBitonic, Dtype::F64) => Some(sort_bitonic_f64),
-        (Family::SortBitonic, Dtype::F16) => Some(sort_bitonic_f16),
-        (Family::SortBitonic, Dtype::S8) => Some(sort_bitonic_s8),
-        (Family::SortBitonic, Dtype::S16) => Some(sort_bitonic_s16),
-        (Family::SortBitonic, Dtype::S32) => Some(sort_bitonic_s32),
-        (Family::SortBitonic, Dtype::S64) => Some(sort_bitonic_s64),
-        (Family::SortBitonic, Dtype::U8) => Some(sort_bitonic_u8),
-        (Family::SortBitonic, Dtype::U16) => Some(sort_bitonic_u16),
-        (Family::SortBitonic, Dtype::U32) => Some(sort_bitonic_u32),
-        (Family::SortBitonic, Dtype::U64) => Some(sort_bitonic_u64),
-        (Family::Scatter, Dtype::F32) => Some(if precise { scatter_f32p } else { scatter_f32 }),
-        (Family::Scatter, Dtype::F64) => Some(scatter_f64),
-        (Family::Scatter, Dtype::F16) => Some(if precise { scatter_f16p } else { scatter_f16 }),
-        (Family::Scatter, Dtype::S8) => Some(scatter_s8),
-        (Family::Scatter, Dtype::S16) => Some(scatter_s16),
-        (Family::Scatter, Dtype::S32) => Some(scatter_s32),
-        (Family::Scatter, Dtype::S64) => Some(scatter_s64),
-        (Family::Scatter, Dtype::U8) => Some(scatter_u8),
-        (Family::Scatter, Dtype::U16) => Some(scatter_u16),
-        (Family::Scatter, Dtype::U32) => Some(scatter_u32),
-        (Family::Scatter, Dtype::U64) => Some(scatter_u64),
-        (Family::TriSolve, Dtype::F32) => Some(if precise { trisolve_f32p } else { trisolve_f32 }),
-        (Family::TriSolve, Dtype::F64) => Some(trisolve_f64),
-        (Family::TriSolve, Dtype::F16) => Some(trisolve_f16),
-        (Family::TriSolve, Dtype::C64) => Some(if precise { trisolve_c64p } else { trisolve_c64 }),
-        (Family::TriSolve, Dtype::C128) => Some(trisolve_c128),
-        (Family::WindowScatter, Dtype::F32) => Some(window_scatter_f32),
-        (Family::WindowScatter, Dtype::F64) => Some(window_scatter_f64),
-        (Family::WindowScatter, Dtype::F16) => Some(window_scatter_f16),
-        (Family::WindowScatter, Dtype::S8) => Some(window_scatter_s8),
-        (Family::WindowScatter, Dtype::S16) => Some(window_scatter_s16),
-        (Family::WindowScatter, Dtype::S32) => Some(window_scatter_s32),
-        (Family::WindowScatter, Dtype::S64) => Some(window_scatter_s64),
-        (Family::WindowScatter, Dtype::U8) => Some(window_scatter_u8),
-        (Family::WindowScatter, Dtype::U16) => Some(window_scatter_u16),
-        (Family::WindowScatter, Dtype::U32) => Some(window_scatter_u32),
-        (Family::WindowScatter, Dtype::U64) => Some(window_scatter_u64),
-        _ => None,
-    }
+    let variants = match family {
+        Family::GemmCoop => return (dtype == Dtype::F16 && !precise).then_some(gemm_coop_f16),
+        Family::TriSolve if dtype == Dtype::C64 => return Some(if precise { trisolve_c64p } else { trisolve_c64 }),
+        Family::TriSolve if dtype == Dtype::C128 => return Some(trisolve_c128),
+        Family::Unary => unary::VARIANTS,
+        Family::Binary => binary::VARIANTS,
+        Family::Compare => compare::VARIANTS,
+        Family::Reduce => reduce::VARIANTS,
+        Family::ReduceColumns => reduce_columns::VARIANTS,
+        Family::ReduceSerial => reduce_serial::VARIANTS,
+        Family::Gemm => gemm::VARIANTS,
+        Family::GemmTiled => gemm_tiled::VARIANTS,
+        Family::GemmTiled8 => gemm_tiled8::VARIANTS,
+        Family::GemmRows => gemm_rows::VARIANTS,
+        Family::ArgReduce => arg_reduce::VARIANTS,
+        Family::Classify => classify::VARIANTS,
+        Family::Window => window::VARIANTS,
+        Family::Sort => sort::VARIANTS,
+        Family::SortBitonic => sort_bitonic::VARIANTS,
+        Family::Scatter => scatter::VARIANTS,
+        Family::TriSolve => trisolve::VARIANTS,
+        Family::WindowScatter => window_scatter::VARIANTS,
+    };
+    lookup(variants, dtype, precise)
+}
+
+/// The variant for (dtype, precise), else the dtype's plain one.
+fn lookup(variants: &[(Dtype, bool, Kernel)], dtype: Dtype, precise: bool) -> Option<Kernel> {
+    let find = |p: bool| variants.iter().find(|v| v.0 == dtype && v.1 == p).map(|v| v.2);
+    find(precise).or_else(|| find(false))
+}
+
+/// Every kernel, for loading their modules ahead of use (pipelines::preload_modules). A family
+/// missing here still works: its modules then load on first use.
+pub fn all() -> impl Iterator<Item = Kernel> {
+    let families: [&[(Dtype, bool, Kernel)]; 20] = [
+        unary::VARIANTS,
+        binary::VARIANTS,
+        compare::VARIANTS,
+        reduce::VARIANTS,
+        reduce_out_acc::VARIANTS,
+        reduce_in_acc::VARIANTS,
+        reduce_columns::VARIANTS,
+        reduce_serial::VARIANTS,
+        gemm::VARIANTS,
+        gemm_tiled::VARIANTS,
+        gemm_tiled8::VARIANTS,
+        gemm_rows::VARIANTS,
+        arg_reduce::VARIANTS,
+        classify::VARIANTS,
+        window::VARIANTS,
+        sort::VARIANTS,
+        sort_bitonic::VARIANTS,
+        scatter::VARIANTS,
+        trisolve::VARIANTS,
+        window_scatter::VARIANTS,
+    ];
+    families
+        .into_iter()
+        .flat_map(|variants| variants.iter().map(|v| v.2))
+        .chain(STANDALONE.iter().copied())
 }
 
 /// The iota/eye variant for `dtype`.
@@ -546,10 +298,6 @@ pub fn iota(dtype: Dtype) -> Option<Kernel> {
 /// (precise f32, f16): (first pass writing ACC partials, second pass reading them). Other dtypes
 /// use the plain reduce variant for both passes.
 pub fn split_reduce(dtype: Dtype, precise: bool) -> Option<(Kernel, Kernel)> {
-    match (dtype, precise) {
-        (Dtype::F32, true) => Some((reduce_out_acc_f32p, reduce_in_acc_f32p)),
-        (Dtype::F16, true) => Some((reduce_out_acc_f16p, reduce_in_acc_f16p)),
-        (Dtype::F16, false) => Some((reduce_out_acc_f16, reduce_in_acc_f16)),
-        _ => None,
-    }
+    let exact = |variants: &[(Dtype, bool, Kernel)]| variants.iter().find(|v| v.0 == dtype && v.1 == precise).map(|v| v.2);
+    Some((exact(reduce_out_acc::VARIANTS)?, exact(reduce_in_acc::VARIANTS)?))
 }
