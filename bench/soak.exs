@@ -74,7 +74,12 @@ defmodule Soak do
         {loss, grads} = step.(params, x, labels)
         if read_every_step?, do: Nx.to_number(loss)
         params = sgd.(params, grads, 0.01)
-        worst = if rem(i, every) == 0, do: report(label, "#{i}/#{steps}", i, started, "steps", worst), else: worst
+
+        worst =
+          if rem(i, every) == 0,
+            do: report(label, "#{i}/#{steps}", i, started, "steps", worst),
+            else: worst
+
         {params, loss, worst}
       end)
 

@@ -96,13 +96,18 @@ case System.argv() do
     TimerLateness.child()
 
   _ ->
-    dir = Path.join(System.tmp_dir!(), "nx_vulkan_timer_lateness_#{System.unique_integer([:positive])}")
+    dir =
+      Path.join(System.tmp_dir!(), "nx_vulkan_timer_lateness_#{System.unique_integer([:positive])}")
+
     env = [{"NXV_PIPELINE_CACHE", dir}]
 
     for start <- ["cold", "warm"] do
       {us, {out, _}} =
         :timer.tc(fn ->
-          System.cmd("mix", ["run", "bench/timer_lateness.exs", "--child"], env: env, stderr_to_stdout: true)
+          System.cmd("mix", ["run", "bench/timer_lateness.exs", "--child"],
+            env: env,
+            stderr_to_stdout: true
+          )
         end)
 
       IO.write("#{start} start (child VM #{div(us, 1000)} ms): #{out}")

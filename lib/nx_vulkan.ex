@@ -127,7 +127,6 @@ defmodule Nx.Vulkan do
   @spec reset_peak() :: :ok
   def reset_peak, do: Native.reset_peak()
 
-
   @doc """
   Sets the device-memory budget: a number of bytes, a float in (0, 1] (that fraction of the
   largest device-local heap), or `:infinity`. An allocation that would pass it first reclaims

@@ -81,7 +81,14 @@ defmodule Nx.Vulkan.Device do
     gemm_block = gemm_block!()
     # Results a process makes between its own collections (see Backend.collect_on_pressure):
     # a quarter of what the pool keeps, so the buffers a collection frees fit back into it.
-    collect = integer_env!("NXV_COLLECT_BYTES", div(Native.stats().pool_max_bytes, 4), 0, "a number of bytes (0: off)")
+    collect =
+      integer_env!(
+        "NXV_COLLECT_BYTES",
+        div(Native.stats().pool_max_bytes, 4),
+        0,
+        "a number of bytes (0: off)"
+      )
+
     :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
     # f16 GEMMs on tensor cores (NV cooperative matrices): off by default, slower than the
@@ -113,10 +120,19 @@ defmodule Nx.Vulkan.Device do
           |> Nx.Vulkan.memory_limit_bytes!("config :nx_vulkan, memory_limit:")
 
         value ->
-          value |> String.trim() |> parse_number() |> Nx.Vulkan.memory_limit_bytes!("NXV_MEMORY_LIMIT")
+          value
+          |> String.trim()
+          |> parse_number()
+          |> Nx.Vulkan.memory_limit_bytes!("NXV_MEMORY_LIMIT")
       end
 
     Nx.Vulkan.set_memory_limit(limit)
+    # Pooled buffers unused this long are freed (a background thread looks once a second), so
+    # what a burst of work pooled goes back to the device when the program moves on or idles.
+    Native.set_pool_idle_ms(
+      integer_env!("NXV_POOL_IDLE_MS", 10_000, 0, "a number of milliseconds (0: never)")
+    )
+
     default_bytes = if limit == :infinity, do: 2 ** 62, else: max(div(limit, 4), 1)
 
     Nx.Vulkan.set_pending_limits(

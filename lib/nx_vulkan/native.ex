@@ -15,7 +15,16 @@ nifs = [
   flush: [],
   flush_for_fallback: [],
   set_batch_max: [:n],
-  configure: [:precise_f32, :precise_dot, :fence_spin_us, :cpu_device, :early_submit, :per_invocation, :gemm_block, :gemm_coop],
+  configure: [
+    :precise_f32,
+    :precise_dot,
+    :fence_spin_us,
+    :cpu_device,
+    :early_submit,
+    :per_invocation,
+    :gemm_block,
+    :gemm_coop
+  ],
   stats: [],
   set_gpu_timing: [:on],
   take_kernel_times: [],
@@ -31,7 +40,17 @@ nifs = [
   view_copy: [:bytes, :src, :offset, :dims, :strides],
   copy_into: [:bytes, :dst, :dst_off, :dst_strides, :src, :src_off, :src_strides, :dims],
   dynamic_slice: [:bytes, :src, :offset, :dims, :strides, :starts, :max_starts, :start_strides],
-  dynamic_put_slice: [:bytes, :dst, :offset, :dst_strides, :src, :dims, :starts, :max_starts, :start_strides],
+  dynamic_put_slice: [
+    :bytes,
+    :dst,
+    :offset,
+    :dst_strides,
+    :src,
+    :dims,
+    :starts,
+    :max_starts,
+    :start_strides
+  ],
   fill: [:bytes, :n, :bits],
   iota: [:type, :n, :inner, :dim, :eye],
   alloc_buffer: [:bytes],
@@ -42,7 +61,18 @@ nifs = [
   reduce: [:op, :type, :x, :shape, :axes],
   window_reduce: [:op, :type, :x, :shape, :out_shape, :window, :strides, :pad_low, :dilations],
   sort: [:type, :x, :shape, :axis, :desc, :indices, :index_bytes],
-  window_scatter: [:min, :type, :x, :shape, :source, :source_shape, :init, :window, :strides, :pad_low],
+  window_scatter: [
+    :min,
+    :type,
+    :x,
+    :shape,
+    :source,
+    :source_shape,
+    :init,
+    :window,
+    :strides,
+    :pad_low
+  ],
   arg_reduce: [:op, :type, :x, :shape, :axes, :tie_high, :index_bytes],
   triangular_solve: [:type, :a, :b, :n, :cols, :batches, :backward, :a_strides, :b_strides],
   dot: [:type, :a, :a_shape, :a_contract, :a_batch, :b, :b_shape, :b_contract, :b_batch],
@@ -50,6 +80,7 @@ nifs = [
   forget_pipelines: [],
   save_pipeline_cache: [],
   set_memory_limit: [:bytes],
+  set_pool_idle_ms: [:ms],
   set_pending_limits: [:commands, :bytes],
   reset_peak: [],
   queue_full: [],
@@ -115,7 +146,10 @@ defmodule Nx.Vulkan.Native do
         {:error, {:out_of_memory, _}} ->
           reclaim!()
           retried = NIF.unquote(name)(unquote_splicing(vars))
-          with {:error, {:out_of_memory, message}} <- retried, do: out_of_memory(unquote(name), message)
+
+          with {:error, {:out_of_memory, message}} <- retried,
+               do: out_of_memory(unquote(name), message)
+
           retried
 
         result ->

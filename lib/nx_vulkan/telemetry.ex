@@ -16,13 +16,19 @@ defmodule Nx.Vulkan.Telemetry do
   end
 
   @impl true
-  def handle_info({:nx_vulkan_event, kind, reason, commands, us}, state) when kind in [:submit, :flush] do
+  def handle_info({:nx_vulkan_event, kind, reason, commands, us}, state)
+      when kind in [:submit, :flush] do
     :telemetry.execute([:nx_vulkan, kind], %{commands: commands, duration_us: us}, %{reason: reason})
+
     {:noreply, state}
   end
 
   def handle_info({:nx_vulkan_event, :pipeline, kernel, op, us}, state) do
-    :telemetry.execute([:nx_vulkan, :pipeline, :create], %{duration_us: us}, %{kernel: kernel, op: op})
+    :telemetry.execute([:nx_vulkan, :pipeline, :create], %{duration_us: us}, %{
+      kernel: kernel,
+      op: op
+    })
+
     {:noreply, state}
   end
 

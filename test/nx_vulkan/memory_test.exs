@@ -21,6 +21,20 @@ defmodule Nx.Vulkan.MemoryTest do
   # 16 MiB of f32 on the device.
   defp block(k), do: Nx.iota({4 * @mib}, type: :f32) |> Nx.add(k)
 
+  test "buffers left unused in the pool past NXV_POOL_IDLE_MS go back to the device" do
+    Nx.Vulkan.Native.set_pool_idle_ms(200)
+    on_exit(fn -> Nx.Vulkan.Native.set_pool_idle_ms(10_000) end)
+    x = Nx.iota({@mib}, type: :f32, backend: Nx.Vulkan.Backend)
+    for k <- 1..4, do: x |> Nx.add(k) |> Nx.backend_deallocate()
+    Nx.Vulkan.flush()
+    pooled = Nx.Vulkan.memory().pooled
+    assert pooled >= 4 * @mib
+    # The trimming thread looks once a second; a buffer reused meanwhile stays.
+    Process.sleep(2_500)
+    assert Nx.Vulkan.memory().pooled <= pooled - 4 * @mib
+    assert Nx.to_number(Nx.add(x, 1)[7]) == 8.0
+  end
+
   test "an allocation over the budget raises a clear error; the VM carries on and memory returns" do
     # Room for three blocks and the iota of a fourth, not for its sum.
     Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 72 * @mib)
@@ -44,7 +58,10 @@ defmodule Nx.Vulkan.MemoryTest do
     # three blocks fit again, with the right values.
     assert Task.await(Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end)) == [2, 3]
     held = Enum.map(1..3, &block/1)
-    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({4 * @mib}, type: :f32), 3) end)
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({4 * @mib}, type: :f32), 3) end)
+
     assert Nx.to_binary(List.last(held)) == Nx.to_binary(expected)
     m = Nx.Vulkan.memory()
     assert m.live + m.pooled + m.pending <= m.limit
@@ -98,7 +115,9 @@ defmodule Nx.Vulkan.MemoryTest do
     assert bytes <= 16 * @mib + 16 * 4 * @mib
     assert Nx.Vulkan.stats().host_syncs.backpressure > before
 
-    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({@mib}, type: :f32), 300.0) end)
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> Nx.add(Nx.iota({@mib}, type: :f32), 300.0) end)
+
     assert Nx.to_binary(result) == Nx.to_binary(expected)
   end
 

@@ -47,7 +47,11 @@ defmodule Nx.Vulkan.PipelinesTest do
       for {{_, _, result}, op} <- Enum.zip(calls, rare_ops(Nx.BinaryBackend)) do
         expected = op.()
         assert expected.data.__struct__ == Nx.BinaryBackend
-        assert_all_close(Nx.backend_copy(result, Nx.BinaryBackend), expected, atol: 1.0e-2, rtol: 1.0e-2)
+
+        assert_all_close(Nx.backend_copy(result, Nx.BinaryBackend), expected,
+          atol: 1.0e-2,
+          rtol: 1.0e-2
+        )
       end
     end)
 
@@ -111,7 +115,9 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
   end
 
   setup do
-    dir = Path.join(System.tmp_dir!(), "nx_vulkan_pipeline_cache_#{System.unique_integer([:positive])}")
+    dir =
+      Path.join(System.tmp_dir!(), "nx_vulkan_pipeline_cache_#{System.unique_integer([:positive])}")
+
     on_exit(fn -> File.rm_rf!(dir) end)
     %{dir: dir}
   end

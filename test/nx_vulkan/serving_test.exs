@@ -2,7 +2,9 @@ defmodule Nx.Vulkan.ServingTest do
   use ExUnit.Case, async: true
 
   # A small model: each caller's row goes through a dot, a sigmoid and a row sum.
-  defp model(x), do: x |> Nx.dot(Nx.divide(Nx.iota({16, 8}, type: :f32), 100)) |> Nx.sigmoid() |> Nx.sum(axes: [1])
+  defp model(x),
+    do:
+      x |> Nx.dot(Nx.divide(Nx.iota({16, 8}, type: :f32), 100)) |> Nx.sigmoid() |> Nx.sum(axes: [1])
 
   test "batched_run with concurrent callers: every caller gets its own row's result" do
     serving =
@@ -17,7 +19,9 @@ defmodule Nx.Vulkan.ServingTest do
       results =
         1..64
         |> Enum.map(fn i ->
-          Task.async(fn -> Nx.Serving.batched_run(name, Nx.Batch.stack([input.(i)])) |> Nx.to_binary() end)
+          Task.async(fn ->
+            Nx.Serving.batched_run(name, Nx.Batch.stack([input.(i)])) |> Nx.to_binary()
+          end)
         end)
         |> Task.await_many(60_000)
 
@@ -27,7 +31,9 @@ defmodule Nx.Vulkan.ServingTest do
         end)
 
       for {got, want} <- Enum.zip(results, expected) do
-        assert_in_delta hd(Nx.to_list(Nx.from_binary(got, :f32))), hd(Nx.to_list(Nx.from_binary(want, :f32))), 1.0e-5
+        assert_in_delta hd(Nx.to_list(Nx.from_binary(got, :f32))),
+                        hd(Nx.to_list(Nx.from_binary(want, :f32))),
+                        1.0e-5
       end
     end
   end

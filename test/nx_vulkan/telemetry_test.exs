@@ -19,16 +19,22 @@ defmodule Nx.Vulkan.TelemetryTest do
     on_exit(fn -> :telemetry.detach(id) end)
   end
 
-  def forward(event, measurements, metadata, test), do: send(test, {:event, event, measurements, metadata})
+  def forward(event, measurements, metadata, test),
+    do: send(test, {:event, event, measurements, metadata})
 
   test "submissions and flushes report their reason, commands and time" do
     x = Nx.iota({1000}, type: :f32)
     Nx.Vulkan.flush()
     assert Nx.to_number(Nx.sum(Nx.exp(Nx.divide(x, 1000)))) > 1000
     # The read's flush (other tests' reads may report theirs too).
-    assert_receive {:event, [:nx_vulkan, :flush], %{commands: commands, duration_us: us}, %{reason: :download}}, 5000
+    assert_receive {:event, [:nx_vulkan, :flush], %{commands: commands, duration_us: us},
+                    %{reason: :download}},
+                   5000
+
     assert is_integer(commands) and commands >= 0 and is_integer(us)
-    assert_receive {:event, [:nx_vulkan, :submit], %{commands: n, duration_us: _}, %{reason: reason}}
+
+    assert_receive {:event, [:nx_vulkan, :submit], %{commands: n, duration_us: _},
+                    %{reason: reason}}
                    when reason in [:download, :batch_cap],
                    5000
 
@@ -49,7 +55,10 @@ defmodule Nx.Vulkan.TelemetryTest do
     on_exit(fn -> Nx.Vulkan.set_memory_limit(s.memory_limit) end)
     Nx.Vulkan.Native.reclaim()
     Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 1024 * 1024)
-    assert_raise Nx.Vulkan.Error, ~r/out of device memory/, fn -> Nx.iota({1024 * 1024}, type: :f32) end
+
+    assert_raise Nx.Vulkan.Error, ~r/out of device memory/, fn ->
+      Nx.iota({1024 * 1024}, type: :f32)
+    end
 
     assert_receive {:event, [:nx_vulkan, :out_of_memory], %{requested_bytes: 4_194_304},
                     %{nif: :iota, message: "out of device memory: " <> _}}

@@ -129,6 +129,13 @@ fn configure(
     Ok(rustler::types::atom::ok())
 }
 
+/// How long a buffer may wait in the pool before it is freed, in ms (0: forever).
+#[rustler::nif]
+fn set_pool_idle_ms(ms: u64) -> rustler::Atom {
+    crate::tensor::POOL_IDLE_MS.store(ms, Ordering::Relaxed);
+    rustler::types::atom::ok()
+}
+
 /// The device-memory budget in bytes (0: none); see memory.rs.
 #[rustler::nif]
 fn set_memory_limit(bytes: u64) -> rustler::Atom {

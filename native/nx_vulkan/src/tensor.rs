@@ -10,6 +10,7 @@ use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use crate::memory;
 use vulkano::buffer::{AllocateBufferError, Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::Validated;
@@ -117,10 +118,43 @@ pub fn pool_max_bytes() -> u64 {
 }
 const POOL_MAX_BUFFER: u64 = 256 << 20;
 
+/// Free buffers by (kind, size class), each with when it came back.
 #[derive(Default)]
 struct Pool {
-    free: HashMap<(Kind, u64), Vec<Subbuffer<[u8]>>>,
+    free: HashMap<(Kind, u64), Vec<(Subbuffer<[u8]>, Instant)>>,
     bytes: u64,
+}
+
+/// How long a buffer may sit unused in the pool, in ms (0: forever; NXV_POOL_IDLE_MS): a
+/// background thread frees older ones once a second, so memory a burst of work pooled returns
+/// to the device once the program moves on or goes idle.
+pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Starts the trimming thread on first use of the pool.
+static TRIMMER: Lazy<()> = Lazy::new(|| {
+    let _ = std::thread::Builder::new().name("nxv-pool-trim".into()).spawn(|| loop {
+        std::thread::sleep(std::time::Duration::from_millis(TRIM_PERIOD_MS));
+        trim_idle();
+    });
+});
+const TRIM_PERIOD_MS: u64 = 1000;
+
+/// Frees the pooled buffers that have waited longer than POOL_IDLE_MS.
+fn trim_idle() {
+    let idle = POOL_IDLE_MS.load(Ordering::Relaxed);
+    if idle == 0 {
+        return;
+    }
+    let max_age = std::time::Duration::from_millis(idle);
+    if let Ok(mut pool) = POOL.lock() {
+        let mut freed = 0;
+        for ((_, class), list) in pool.free.iter_mut() {
+            let before = list.len();
+            list.retain(|(_, since)| since.elapsed() <= max_age);
+            freed += (before - list.len()) as u64 * class;
+        }
+        pool.bytes -= freed;
+    }
 }
 
 static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::default()));
@@ -142,9 +176,9 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
     // Staging buffers are written and read by the host, so they wait until nothing holds them.
     let i = match kind {
         Kind::Tensor => list.len().checked_sub(1)?,
-        Kind::Upload | Kind::Download => list.iter().position(|b| Arc::strong_count(b.buffer()) == 1)?,
+        Kind::Upload | Kind::Download => list.iter().position(|(b, _)| Arc::strong_count(b.buffer()) == 1)?,
     };
-    let buffer = list.swap_remove(i);
+    let (buffer, _) = list.swap_remove(i);
     pool.bytes -= class;
     Some(buffer)
 }
@@ -155,6 +189,7 @@ pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
         return;
     }
     let cap = pool_max_bytes();
+    Lazy::force(&TRIMMER);
     if let Ok(mut pool) = POOL.lock() {
         // Full: make room by dropping the oldest buffers of the class holding the most bytes
         // (memory in-flight commands still use is freed when they finish).
@@ -173,7 +208,7 @@ pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
             pool.bytes -= key.1;
         }
         pool.bytes += class;
-        pool.free.entry((kind, class)).or_default().push(buffer);
+        pool.free.entry((kind, class)).or_default().push((buffer, Instant::now()));
     }
 }
 
