@@ -103,7 +103,8 @@ fn dot(
     push.set(8, 0)?;
     push.set_strides(9, &[b_bs, b_ks, b_ns])?;
     if family == Family::GemmRows {
-        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n))?;
+        // Four outputs of a row per invocation (gemm_rows.comp).
+        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n.div_ceil(4)))?;
         return Ok(out);
     }
     if family == Family::Gemm && !cpu_device() {
