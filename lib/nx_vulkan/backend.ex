@@ -1740,39 +1740,40 @@ defmodule Nx.Vulkan.Backend do
   defp result(error, _out, _op, _args), do: Native.unwrap!(error)
 
   defp wrap(ref, %T{} = out) do
-    collect_on_pressure(out)
-    throttle_at_bound()
+    account_result(out)
     %{out | data: %__MODULE__{ref: ref}}
   end
 
+  # Each process keeps one counter of the results it made: {results mod 16, bytes since its last
+  # collection} (one process-dictionary read and write per result, on every op's path).
+  #
   # Backpressure (Nx.Vulkan.set_pending_limits/1): op NIFs run on normal schedulers and never
   # wait, so every 16 results a process asks whether the pending queue is past its bound (a
   # sub-microsecond NIF) and, if it is, waits in a dirty NIF until the GPU has caught up.
-  defp throttle_at_bound do
-    case Process.get(:nx_vulkan_results, 0) do
-      15 ->
-        Process.put(:nx_vulkan_results, 0)
-        if Native.queue_full(), do: Native.throttle() |> Native.unwrap!()
+  #
+  # Collection: the BEAM does not see device memory; a tensor is a small term, so a loop that
+  # makes and drops device tensors can run for long without a garbage collection, and the buffers
+  # of its dead tensors stay out of the pool (each new result is then a fresh device allocation).
+  # So a process collects itself once the bytes of its results pass a threshold (a quarter of the
+  # pool's cap by default, NXV_COLLECT_BYTES; see Nx.Vulkan.Device): its dead tensors' buffers
+  # then return to the pool, and the next cycle of the loop reuses them.
+  defp account_result(%T{shape: shape, type: {_, bits}}) do
+    {results, bytes} = Process.get(:nx_vulkan_results, {0, 0})
+    bytes = bytes + div(Nx.size(shape) * bits, 8)
 
-      n ->
-        Process.put(:nx_vulkan_results, n + 1)
-    end
-  end
+    bytes =
+      if bytes >= Nx.Vulkan.Device.collect_bytes() do
+        :erlang.garbage_collect()
+        0
+      else
+        bytes
+      end
 
-  # The BEAM does not see device memory: a tensor is a small term, so a loop that makes and drops
-  # device tensors can run for long without a garbage collection, and the buffers of its dead
-  # tensors stay out of the pool (each new result is then a fresh device allocation). So each
-  # process counts the bytes of the results it makes and collects itself once they pass a
-  # threshold (a quarter of the pool's cap by default, NXV_COLLECT_BYTES; see Nx.Vulkan.Device):
-  # its dead tensors' buffers then return to the pool, and the next cycle of the loop reuses them.
-  defp collect_on_pressure(%T{shape: shape, type: {_, bits}}) do
-    bytes = Process.get(:nx_vulkan_result_bytes, 0) + div(Nx.size(shape) * bits, 8)
-
-    if bytes >= Nx.Vulkan.Device.collect_bytes() do
-      :erlang.garbage_collect()
-      Process.put(:nx_vulkan_result_bytes, 0)
+    if results == 15 do
+      Process.put(:nx_vulkan_results, {0, bytes})
+      if Native.queue_full(), do: Native.throttle() |> Native.unwrap!()
     else
-      Process.put(:nx_vulkan_result_bytes, bytes)
+      Process.put(:nx_vulkan_results, {results + 1, bytes})
     end
   end
 

@@ -94,8 +94,9 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 /// products, compute in f64 (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
-/// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores.
-#[rustler::nif]
+/// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores
+/// (a dirty NIF: with them asked for, it builds their pipeline, once, at start).
+#[rustler::nif(schedule = "DirtyCpu")]
 fn configure(
     precise_f32: bool,
     precise_dot: bool,
@@ -117,6 +118,7 @@ fn configure(
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
     crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);
+    crate::ops::matmul::probe_coop()?;
     crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);

@@ -146,15 +146,20 @@ fn trim_idle() {
         return;
     }
     let max_age = std::time::Duration::from_millis(idle);
+    // Taken out under the lock, freed after it: freeing device memory can take a while, and
+    // every allocation waits on this lock.
+    let mut expired = Vec::new();
     if let Ok(mut pool) = POOL.lock() {
         let mut freed = 0;
         for ((_, class), list) in pool.free.iter_mut() {
-            let before = list.len();
-            list.retain(|(_, since)| since.elapsed() <= max_age);
-            freed += (before - list.len()) as u64 * class;
+            let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(_, since)| since.elapsed() > max_age);
+            freed += old.len() as u64 * class;
+            *list = kept;
+            expired.extend(old);
         }
         pool.bytes -= freed;
     }
+    drop(expired);
 }
 
 static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::default()));

@@ -79,7 +79,7 @@ fn dot(
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
     let (family, tile) = if !cpu_device() {
-        gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable()?)
+        gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable())
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
         (Family::GemmRows, 1)
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
@@ -159,19 +159,22 @@ const SPLIT_K_TILES: u64 = 256;
 /// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
 static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
 
-fn coop_usable() -> Result<bool> {
-    if !crate::policy::gemm_coop() || !ctx()?.info.coopmat_f16 {
-        return Ok(false);
+/// Builds the tensor-core pipeline once, waiting for it: called from `configure` (a dirty NIF, at
+/// start) when NXV_GEMM_COOP=1, so no op waits for it on a normal scheduler, and which kernel
+/// an f16 GEMM takes (it decides the rounding) never depends on when the pipeline got built.
+pub fn probe_coop() -> Result<()> {
+    if crate::policy::gemm_coop() && ctx()?.info.coopmat_f16 {
+        COOP.get_or_init(|| {
+            crate::pipelines::pipeline(shaders::gemm_coop_f16, 0)
+                .and_then(|p| p.get().map(|_| ()))
+                .map_err(|e| format!("{e:?}"))
+        });
     }
-    // Waits for the pipeline's creation, once, on the caller's scheduler: the one exception to
-    // "no NIF creates a pipeline" (pipelines.rs), taken only with NXV_GEMM_COOP=1 on a device
-    // with cooperative matrices, because which kernel runs decides the result's rounding.
-    let status = COOP.get_or_init(|| {
-        crate::pipelines::pipeline(shaders::gemm_coop_f16, 0)
-            .and_then(|p| p.get().map(|_| ()))
-            .map_err(|e| format!("{e:?}"))
-    });
-    Ok(status.is_ok())
+    Ok(())
+}
+
+fn coop_usable() -> bool {
+    crate::policy::gemm_coop() && matches!(COOP.get(), Some(Ok(())))
 }
 
 /// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "off" (not asked
