@@ -71,14 +71,33 @@ shape = {opts[:batch] || 32, 784, opts[:hidden] || 128, 10}
 {params, x, labels} = MNISTMLP.inputs(shape, Nx.Vulkan.Backend)
 jit_step = Nx.Defn.jit(&MNISTMLP.step/3)
 compiled_step = Nx.Defn.compile(&MNISTMLP.step/3, [params, x, labels])
+# The same step with Nx.Vulkan as the defn compiler: captured once, replayed every call.
+nxv_jit_step = Nx.Defn.jit(&MNISTMLP.step/3, compiler: Nx.Vulkan)
+nxv_step = Nx.Defn.compile(&MNISTMLP.step/3, [params, x, labels], compiler: Nx.Vulkan)
 
 # Residency and fallback checks, on a warm-up step of each mode.
 Nx.Vulkan.Fallback.reset()
 {loss, grads} = jit_step.(params, x, labels)
 {loss2, grads2} = compiled_step.(params, x, labels)
+{loss3, grads3} = nxv_step.(params, x, labels)
+{loss4, grads4} = nxv_jit_step.(params, x, labels)
 Bench.resident!("inputs", Tuple.to_list(params) ++ [x, labels])
 Bench.resident!("gradients", Tuple.to_list(grads) ++ Tuple.to_list(grads2) ++ [loss, loss2])
 loss_value = Nx.to_number(loss)
+
+# The compiler's program computes what the Evaluator computes, bit for bit.
+for {label, {l, g}} <- [
+      {"compiler: Nx.Vulkan (compile)", {loss3, grads3}},
+      {"compiler: Nx.Vulkan (jit)", {loss4, grads4}}
+    ],
+    Nx.to_binary(l) != Nx.to_binary(loss) or
+      Enum.map(Tuple.to_list(g), &Nx.to_binary/1) != Enum.map(Tuple.to_list(grads), &Nx.to_binary/1),
+    do: raise("#{label}: the step differs from the Evaluator's")
+
+%{programs: programs} = Nx.Vulkan.compiler_census()
+
+if programs == 0,
+  do: raise("the compiler built no program for the step: #{inspect(Nx.Vulkan.compiler_census())}")
 
 unless is_float(loss_value) and loss_value == Nx.to_number(loss2),
   do: raise("loss is not finite or differs between modes: #{inspect(loss_value)}")
@@ -109,6 +128,8 @@ end
 
 jit = measure.(fn -> jit_step.(params, x, labels) end)
 compiled = measure.(fn -> compiled_step.(params, x, labels) end)
+nxv = measure.(fn -> nxv_step.(params, x, labels) end)
+nxv_jit = measure.(fn -> nxv_jit_step.(params, x, labels) end)
 
 # Breakdown pass (not timed above): GPU time per step from timestamp queries.
 Nx.Vulkan.set_gpu_timing(true)
@@ -161,7 +182,7 @@ cap = Nx.Vulkan.batch_max()
 
 IO.puts("""
 
-MNIST MLP training step (batch #{elem(shape, 0)}, 784-#{elem(shape, 2)}-10, value_and_grad, f32), Nx.Defn.Evaluator
+MNIST MLP training step (batch #{elem(shape, 0)}, 784-#{elem(shape, 2)}-10, value_and_grad, f32)
   device    #{info.name} (class #{Nx.Vulkan.Device.class()}, #{info.type}), precise_f32 #{Nx.Vulkan.stats().precise_f32}, precise_dot #{Nx.Vulkan.stats().precise_dot}
   commit    #{Bench.commit()}   date #{Date.utc_today()}   NXV_BATCH_MAX #{cap}
   loss      #{:erlang.float_to_binary(loss_value, [:short])}   fallbacks: none
@@ -171,6 +192,8 @@ MNIST MLP training step (batch #{elem(shape, 0)}, 784-#{elem(shape, 2)}-10, valu
 |------------------------|--------------|----------------|------------------|-----------------|-------------------------|-------------------------------------------|
 | jit, re-traced         | #{Bench.fmt(jit.best)} | #{Bench.fmt(jit.median)} | #{Float.round(jit.submissions, 2)} | #{Float.round(jit.dispatches, 1)} | #{jit.hits} (#{jit.created}) | #{Float.round(jit.record_us, 1)} / #{Float.round(jit.submit_us, 1)} / #{Float.round(jit.wait_us, 1)} |
 | compiled once          | #{Bench.fmt(compiled.best)} | #{Bench.fmt(compiled.median)} | #{Float.round(compiled.submissions, 2)} | #{Float.round(compiled.dispatches, 1)} | #{compiled.hits} (#{compiled.created}) | #{Float.round(compiled.record_us, 1)} / #{Float.round(compiled.submit_us, 1)} / #{Float.round(compiled.wait_us, 1)} |
+| compiler: Nx.Vulkan, compiled once | #{Bench.fmt(nxv.best)} | #{Bench.fmt(nxv.median)} | #{Float.round(nxv.submissions, 2)} | #{Float.round(nxv.dispatches, 1)} | #{nxv.hits} (#{nxv.created}) | #{Float.round(nxv.record_us, 1)} / #{Float.round(nxv.submit_us, 1)} / #{Float.round(nxv.wait_us, 1)} |
+| compiler: Nx.Vulkan, jit every step | #{Bench.fmt(nxv_jit.best)} | #{Bench.fmt(nxv_jit.median)} | #{Float.round(nxv_jit.submissions, 2)} | #{Float.round(nxv_jit.dispatches, 1)} | #{nxv_jit.hits} (#{nxv_jit.created}) | #{Float.round(nxv_jit.record_us, 1)} / #{Float.round(nxv_jit.submit_us, 1)} / #{Float.round(nxv_jit.wait_us, 1)} |
 | floor, re-traced (tiny, BinaryBackend) | #{Bench.fmt(floor_jit_best)} | #{Bench.fmt(floor_jit_median)} | | | | |
 | floor, compiled (tiny, BinaryBackend)  | #{Bench.fmt(floor_c_best)} | #{Bench.fmt(floor_c_median)} | | | | |
 | backend's own cost, re-traced | #{Bench.fmt(jit.best - floor_jit_best)} | | | | | |
@@ -193,5 +216,5 @@ if binary do
 end
 
 IO.puts(
-  "RESULT batch=#{elem(shape, 0)} hidden=#{elem(shape, 2)} cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} submissions=#{compiled.submissions} loss=#{loss_value}"
+  "RESULT batch=#{elem(shape, 0)} hidden=#{elem(shape, 2)} cap=#{cap} jit_best=#{jit.best} jit_median=#{jit.median} compiled_best=#{compiled.best} compiled_median=#{compiled.median} nxv_best=#{nxv.best} nxv_median=#{nxv.median} nxv_jit_best=#{nxv_jit.best} submissions=#{compiled.submissions} loss=#{loss_value}"
 )

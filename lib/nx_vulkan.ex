@@ -6,6 +6,27 @@ defmodule Nx.Vulkan do
       t = Nx.tensor([1.0, 2.0, 3.0]) |> Nx.exp()   # recorded on the device's pending queue
       Nx.to_binary(t)                              # flushes, downloads
 
+  ## The compiler
+
+  `Nx.Vulkan` is also an `Nx.Defn.Compiler`:
+
+      Nx.Defn.jit(&MyModel.train_step/3, compiler: Nx.Vulkan)
+      Nx.Defn.compile(&MyModel.predict/2, templates, compiler: Nx.Vulkan)
+      Nx.Defn.global_default_options(compiler: Nx.Vulkan)
+
+  A function is traced once per structure (function, argument shapes and types, options) and
+  run once under `Nx.Defn.Evaluator` on placeholder tensors while its device commands are
+  captured; later calls replay that program: one NIF call and one queued command per call, no
+  per-op work on the host, results on `Nx.Vulkan.Backend` and bit for bit what the Evaluator
+  gives on the same device. A program keeps its intermediate buffers between calls (the 64 most
+  recently built programs are kept).
+
+  Functions with `while` or `cond` (the Evaluator decides them on the host), hooks, or anything
+  that needs the host mid-work (a host fallback, an integer division by a tensor's deferred
+  check) run under the Evaluator on the eager backend instead, every call, with the same
+  results; `Nx.Vulkan.compiler_census/0` counts those calls by reason. Telemetry:
+  `[:nx_vulkan, :compile]` (below).
+
   ## Host syncs and deferred checks
 
   No op reads a tensor's value on the host mid-work; the caller waits on the device only when it
@@ -49,6 +70,9 @@ defmodule Nx.Vulkan do
       Metadata: `kernel` (its name), `op` (specialization constant 0).
     * `[:nx_vulkan, :fallback]` - an op ran on the host. Measurements: `count` (1). Metadata:
       `op`, `reason`.
+    * `[:nx_vulkan, :compile]` - the compiler built a function's program (once per structure).
+      Measurements: `trace_us`, `capture_us`, `dispatches` (0 when not captured). Metadata:
+      `result` (`:program` or `:evaluator`), `reason` (why not, or `:program`).
     * `[:nx_vulkan, :out_of_memory]` - an allocation failed after reclaiming, just before the
       `Nx.Vulkan.Error`. Measurements: `requested_bytes`. Metadata: `nif`, `message`.
 
@@ -83,6 +107,24 @@ defmodule Nx.Vulkan do
       start, anything else stops the start.
   """
   alias Nx.Vulkan.Native
+
+  @behaviour Nx.Defn.Compiler
+
+  @impl Nx.Defn.Compiler
+  defdelegate __jit__(key, vars, fun, args_list, opts), to: Nx.Vulkan.Compiler
+  @impl Nx.Defn.Compiler
+  defdelegate __compile__(key, vars, fun, opts), to: Nx.Vulkan.Compiler
+  @impl Nx.Defn.Compiler
+  defdelegate __partitions_options__(opts), to: Nx.Vulkan.Compiler
+  @impl Nx.Defn.Compiler
+  defdelegate __to_backend__(opts), to: Nx.Vulkan.Compiler
+
+  @doc """
+  What the compiler did: `programs` built, `replays` run, and `evaluator`, the calls of
+  functions it could not capture (run under `Nx.Defn.Evaluator`), by reason.
+  """
+  @spec compiler_census() :: %{programs: non_neg_integer, replays: non_neg_integer, evaluator: map}
+  def compiler_census, do: Nx.Vulkan.Compiler.census()
 
   @default_batch_max 64
   # The NIF stores the cap from an i64.

@@ -7,6 +7,7 @@ defmodule Nx.Vulkan.Application do
     Nx.Vulkan.Fallback.create_table()
     Nx.Vulkan.Fallback.check_config!()
     Nx.Vulkan.ConstantCache.create_table()
+    Nx.Vulkan.Compiler.create_tables()
     Nx.Vulkan.Native.set_batch_max(Nx.Vulkan.batch_max_from_env!()) |> Nx.Vulkan.Native.unwrap!()
     # Opens the device now, so a missing Vulkan loader or device stops the application with
     # Nx.Vulkan.Error's message rather than failing on the first op.

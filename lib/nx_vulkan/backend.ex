@@ -1757,7 +1757,8 @@ defmodule Nx.Vulkan.Backend do
   # So a process collects itself once the bytes of its results pass a threshold (a quarter of the
   # pool's cap by default, NXV_COLLECT_BYTES; see Nx.Vulkan.Device): its dead tensors' buffers
   # then return to the pool, and the next cycle of the loop reuses them.
-  defp account_result(%T{shape: shape, type: {_, bits}}) do
+  @doc false
+  def account_result(%T{shape: shape, type: {_, bits}}) do
     {results, bytes} = Process.get(:nx_vulkan_results, {0, 0})
     bytes = bytes + div(Nx.size(shape) * bits, 8)
 

@@ -87,7 +87,13 @@ nifs = [
   throttle: [],
   reclaim: [],
   # events.rs
-  set_event_sink: [:sink]
+  set_event_sink: [:sink],
+  # capture.rs (the compiler's programs)
+  capture_begin: [:inputs],
+  capture_end: [:inputs, :outputs],
+  capture_cancel: [],
+  program_run: [:program, :inputs],
+  program_info: [:program]
 ]
 
 defmodule Nx.Vulkan.NIF do

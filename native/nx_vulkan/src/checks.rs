@@ -159,6 +159,7 @@ fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
 /// `message`, where `{value}` stands for the value.
 #[rustler::nif]
 fn attach_check(
+    env: rustler::Env,
     out: BufferRef,
     value: BufferRef,
     dtype: Dtype,
@@ -166,6 +167,7 @@ fn attach_check(
     exception: Atom,
     message: String,
 ) -> Result<Atom> {
+    let _capture = crate::capture::scope(env);
     let bytes = dtype.bytes();
     if !matches!(
         dtype,
@@ -188,6 +190,7 @@ fn attach_check(
     } else {
         return Err(arg_error!("a check's exception is :arithmetic or :argument"));
     };
+    crate::capture::refuse("a deferred check")?;
     let copy = tensor::alloc(bytes)?;
     queue::record(Command::Copy { src: value.get()?, dst: copy.get()?, bytes })?;
     let check = Arc::new(Check {
@@ -258,7 +261,9 @@ impl PendingReads {
 /// Reads `tensor`'s checks now (a flush and a fence wait): the immediate check mode, where an
 /// op raises at once rather than at the next read.
 #[rustler::nif(schedule = "DirtyIo")]
-fn verify_checks(tensor: BufferRef) -> Result<Atom> {
+fn verify_checks(env: rustler::Env, tensor: BufferRef) -> Result<Atom> {
+    let _capture = crate::capture::scope(env);
+    crate::capture::refuse("an immediate check")?;
     let pending = record_reads(&tensor)?;
     queue::flush(queue::FlushReason::ValueRead)?;
     pending.finish(&tensor)?;

@@ -1,5 +1,6 @@
 //! nx_vulkan's NIF library. This file only declares modules and registers the NIFs (rustler
 //! collects every `#[rustler::nif]` and `#[rustler::resource_impl]` in the crate).
+mod capture;
 mod checks;
 mod context;
 mod device;

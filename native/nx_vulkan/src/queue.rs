@@ -42,6 +42,7 @@ pub const PUSH_WORDS: usize = 32;
 
 /// One compute dispatch, described, not recorded. Every kernel writes its last binding and only
 /// reads the others (the hazard tracking relies on it).
+#[derive(Clone)]
 pub struct Dispatch {
     /// The kernel's name (shaders.rs), for the per-kernel GPU times of `kernel_times`.
     pub name: &'static str,
@@ -53,6 +54,7 @@ pub struct Dispatch {
     pub groups: [u32; 3],
 }
 
+#[derive(Clone)]
 pub enum Command {
     Dispatch(Dispatch),
     Copy {
@@ -60,25 +62,55 @@ pub enum Command {
         dst: Subbuffer<[u8]>,
         bytes: u64,
     },
+    /// A replay of a captured program (capture.rs).
+    Program(Replay),
+}
+
+/// A program's commands, recorded with some of the capture's buffers replaced: (the captured
+/// buffer's handle, the buffer used instead), for the caller's inputs and the fresh outputs.
+#[derive(Clone)]
+pub struct Replay {
+    pub program: Arc<crate::capture::Program>,
+    pub substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 8]>,
 }
 
 impl Command {
-    /// What the command writes (a dispatch its last binding, a copy its bytes): what the
-    /// pending queue's byte bound counts.
-    fn written_bytes(&self) -> u64 {
+    /// The handles of the buffers the command reads, and of the one it writes (every kernel
+    /// writes its last binding); None for a program.
+    pub fn accesses(&self) -> Option<(SmallVec<[u64; 4]>, u64)> {
         match self {
-            Command::Dispatch(d) => d.bindings.last().map_or(0, |b| b.size()),
-            Command::Copy { bytes, .. } => *bytes,
+            Command::Dispatch(d) => {
+                let (write, reads) = d.bindings.split_last()?;
+                Some((reads.iter().map(handle).collect(), handle(write)))
+            }
+            Command::Copy { src, dst, .. } => Some((SmallVec::from_slice(&[handle(src)]), handle(dst))),
+            Command::Program(_) => None,
+        }
+    }
+
+    /// What the pending queue's bounds count for the command: commands (a program's own) and the
+    /// bytes they write (a dispatch its last binding, a copy its bytes, a program its outputs).
+    fn weight(&self) -> (usize, u64) {
+        match self {
+            Command::Dispatch(d) => (1, d.bindings.last().map_or(0, |b| b.size())),
+            Command::Copy { bytes, .. } => (1, *bytes),
+            Command::Program(r) => (r.program.commands.len().max(1), r.program.output_bytes),
         }
     }
 }
 
-// A command counts as queued from `record` until it is dropped: after its command buffer's fence
-// (retire_oldest), or when an error discards it. Counting in Drop covers every path.
-impl Drop for Command {
+/// A command on its way through the queue: counted as queued from `record` until dropped, after
+/// its command buffer's fence (retire_oldest) or when an error discards it. Counting in Drop
+/// covers every path.
+struct Queued {
+    command: Command,
+    weight: (usize, u64),
+}
+
+impl Drop for Queued {
     fn drop(&mut self) {
-        QUEUED_COMMANDS.fetch_sub(1, Ordering::AcqRel);
-        QUEUED_BYTES.fetch_sub(self.written_bytes(), Ordering::AcqRel);
+        QUEUED_COMMANDS.fetch_sub(self.weight.0, Ordering::AcqRel);
+        QUEUED_BYTES.fetch_sub(self.weight.1, Ordering::AcqRel);
     }
 }
 
@@ -210,12 +242,12 @@ pub static STATS: Stats = Stats {
 };
 
 struct Channels {
-    pending: Sender<Command>,
+    pending: Sender<Queued>,
     control: Sender<Control>,
 }
 
 static QUEUE: Lazy<Channels> = Lazy::new(|| {
-    let (pending_tx, pending_rx) = unbounded::<Command>();
+    let (pending_tx, pending_rx) = unbounded::<Queued>();
     let (control_tx, control_rx) = unbounded::<Control>();
     std::thread::Builder::new()
         .name("nx_vulkan_gpu".into())
@@ -236,9 +268,10 @@ fn stopped() -> Error {
 /// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
 /// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
-    QUEUED_COMMANDS.fetch_add(1, Ordering::AcqRel);
-    QUEUED_BYTES.fetch_add(command.written_bytes(), Ordering::AcqRel);
-    QUEUE.pending.send(command).map_err(|_| stopped())?;
+    let weight = command.weight();
+    QUEUED_COMMANDS.fetch_add(weight.0, Ordering::AcqRel);
+    QUEUED_BYTES.fetch_add(weight.1, Ordering::AcqRel);
+    QUEUE.pending.send(Queued { command, weight }).map_err(|_| stopped())?;
     let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
     if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
         QUEUE.control.send(Control::Drain).map_err(|_| stopped())?;
@@ -272,7 +305,7 @@ pub fn throttle() -> Result<()> {
     rx.recv().map_err(|_| stopped())
 }
 
-fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
+fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
     while let Ok(message) = control.recv() {
         match message {
@@ -319,7 +352,7 @@ fn gpu_thread(pending: Receiver<Command>, control: Receiver<Control>) {
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
 struct OpenBatch {
     cb: RecordingCommandBuffer,
-    commands: Vec<Command>,
+    commands: Vec<Queued>,
     hazards: Hazards,
     timestamps: Option<Arc<QueryPool>>,
     recording_ns: u64,
@@ -343,7 +376,7 @@ struct Recorder {
 struct InFlight {
     fence: Arc<Fence>,
     _cb: CommandBuffer,
-    commands: Vec<Command>,
+    commands: Vec<Queued>,
     timestamps: Option<Arc<QueryPool>>,
     submitted: Instant,
 }
@@ -385,7 +418,13 @@ impl Hazards {
 /// Records one dispatch with direct Vulkan calls (vulkano's unchecked wrappers still build and
 /// allocate per call: ~4.7 us per command on the H200 host). The pipeline layout declares set 0
 /// as push descriptors and a 128-byte push-constant range (see pipelines.rs).
-unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &ComputePipeline, bound: &mut vk::Pipeline) {
+unsafe fn record_dispatch(
+    cb: vk::CommandBuffer,
+    d: &Dispatch,
+    bindings: &[&Subbuffer<[u8]>],
+    created: &ComputePipeline,
+    bound: &mut vk::Pipeline,
+) {
     let device = &created.device();
     let fns = device.fns();
     let layout = created.layout().handle();
@@ -395,8 +434,7 @@ unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &Compute
             (fns.v1_0.cmd_bind_pipeline)(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
             *bound = pipeline;
         }
-        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = d
-            .bindings
+        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = bindings
             .iter()
             .map(|b| vk::DescriptorBufferInfo {
                 buffer: b.buffer().handle(),
@@ -462,7 +500,7 @@ unsafe fn record_compute_barrier(cb: vk::CommandBuffer, pipeline: &ComputePipeli
     }
 }
 
-fn handle(buffer: &Subbuffer<[u8]>) -> u64 {
+pub fn handle(buffer: &Subbuffer<[u8]>) -> u64 {
     buffer.buffer().handle().as_raw()
 }
 
@@ -491,6 +529,54 @@ fn all_memory_barrier(dst_host: bool) -> DependencyInfo {
     }
 }
 
+/// The buffer a command names, or what stands for it in a program's replay.
+fn resolve<'a>(buffer: &'a Subbuffer<[u8]>, substitutes: &'a [(u64, Subbuffer<[u8]>)]) -> &'a Subbuffer<[u8]> {
+    if substitutes.is_empty() {
+        return buffer;
+    }
+    let h = handle(buffer);
+    substitutes.iter().find(|(k, _)| *k == h).map_or(buffer, |(_, s)| s)
+}
+
+/// Records one command into the open batch (a barrier first where the hazard tracking asks for
+/// one), with `substitutes` standing for the buffers they replace (a program's replay).
+unsafe fn record_command(batch: &mut OpenBatch, command: &Command, substitutes: &[(u64, Subbuffer<[u8]>)]) -> Result<()> {
+    let cb = &mut batch.cb;
+    unsafe {
+        match command {
+            Command::Copy { src, dst, bytes } => {
+                let (src, dst) = (resolve(src, substitutes), resolve(dst, substitutes));
+                if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
+                    cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                }
+                cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
+                    src.clone().slice(..*bytes),
+                    dst.clone().slice(..*bytes),
+                ));
+            }
+            Command::Dispatch(d) => {
+                let created = d.pipeline.get()?;
+                let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
+                    d.bindings.iter().map(|b| resolve(b, substitutes)).collect();
+                let n = bindings.len();
+                let reads: SmallVec<[u64; 4]> = bindings[..n - 1].iter().map(|b| handle(b)).collect();
+                if batch.hazards.needs_barrier(&reads, handle(bindings[n - 1])) {
+                    record_compute_barrier(cb.handle(), created);
+                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                }
+                record_dispatch(cb.handle(), d, &bindings, created, &mut batch.bound_pipeline);
+            }
+            Command::Program(replay) => {
+                for inner in &replay.program.commands {
+                    record_command(batch, inner, &replay.substitutes)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Recorder {
     /// Runs `f`, turning a panic into an error; the first error is kept for the next flush.
     fn guarded(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) {
@@ -506,7 +592,7 @@ impl Recorder {
 
     /// Records every pending command into the open command buffer, submitting it (and waiting)
     /// each time it reaches the cap.
-    fn drain(&mut self, pending: &Receiver<Command>) {
+    fn drain(&mut self, pending: &Receiver<Queued>) {
         DRAIN_REQUESTED.store(false, Ordering::Release);
         while let Ok(command) = pending.try_recv() {
             PENDING_COUNT.fetch_sub(1, Ordering::AcqRel);
@@ -564,38 +650,14 @@ impl Recorder {
         })
     }
 
-    fn record(&mut self, command: Command) -> Result<()> {
+    fn record(&mut self, queued: Queued) -> Result<()> {
         if self.open.is_none() {
             self.open = Some(self.begin()?);
         }
         let batch = self.open.as_mut().unwrap();
         let started = Instant::now();
-        let cb = &mut batch.cb;
-        unsafe {
-            match &command {
-                Command::Copy { src, dst, bytes } => {
-                    if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
-                        cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                    }
-                    cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
-                        src.clone().slice(..*bytes),
-                        dst.clone().slice(..*bytes),
-                    ));
-                }
-                Command::Dispatch(d) => {
-                    let created = d.pipeline.get()?;
-                    let n = d.bindings.len();
-                    let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
-                    if batch.hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
-                        record_compute_barrier(cb.handle(), created);
-                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                    }
-                    record_dispatch(cb.handle(), d, created, &mut batch.bound_pipeline);
-                }
-            }
-        }
-        batch.commands.push(command);
+        unsafe { record_command(batch, &queued.command, &[])? };
+        batch.commands.push(queued);
         if let Some(pool) = &batch.timestamps {
             // After command i (1-based): its end, and the next one's start.
             unsafe { batch.cb.write_timestamp_unchecked(pool, batch.commands.len() as u32, PipelineStage::BottomOfPipe) };
@@ -617,7 +679,7 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-            STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
+            STATS.recorded.fetch_add(batch.commands.iter().map(|q| q.weight.0 as u64).sum(), Ordering::Relaxed);
             STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest()?;
@@ -686,9 +748,10 @@ impl Recorder {
             STATS.gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
             if let Ok(mut times) = KERNEL_TIMES.lock() {
                 for (i, command) in done.commands.iter().enumerate() {
-                    let name = match command {
+                    let name = match &command.command {
                         Command::Dispatch(d) => d.name,
                         Command::Copy { .. } => "buffer_copy",
+                        Command::Program(_) => "program",
                     };
                     let entry = times.entry(name).or_default();
                     entry.0 += 1;

@@ -8,7 +8,7 @@ use crate::queue::{self, Command, FlushReason};
 use rustler::{Binary, Env, NewBinary, ResourceArc};
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use crate::memory;
@@ -25,6 +25,8 @@ pub struct DeviceBuffer {
     pinned: AtomicBool,
     /// The deferred checks this tensor depends on (checks.rs); None for nearly every tensor.
     pub checks: Mutex<Option<Arc<CheckSet>>>,
+    /// Captures and compiled programs using the buffer (capture.rs): deallocation waits for none.
+    pub held: AtomicUsize,
 }
 
 impl DeviceBuffer {
@@ -75,10 +77,11 @@ impl Drop for DeviceBuffer {
     }
 }
 
-/// Frees a tensor's device memory now, unless it is shared (a cached constant).
+/// Frees a tensor's device memory now, unless it is shared (a cached constant) or a compiled
+/// program uses it (it is freed with the program then).
 #[rustler::nif]
 fn deallocate(tensor: BufferRef) -> rustler::Atom {
-    if tensor.pinned.load(Ordering::Relaxed) || tensor.release() {
+    if tensor.pinned.load(Ordering::Relaxed) || tensor.held.load(Ordering::Acquire) > 0 || tensor.release() {
         rustler::types::atom::ok()
     } else {
         crate::error::atoms::already_deallocated()
@@ -340,19 +343,23 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
     let live = LIVE_BYTES.fetch_add(size, Ordering::Relaxed) + size;
     PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
     LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
-    Ok(ResourceArc::new(DeviceBuffer {
+    let out = ResourceArc::new(DeviceBuffer {
         buffer: Mutex::new(Some(buffer)),
         bytes,
         pinned: AtomicBool::new(false),
         checks: Mutex::new(None),
-    }))
+        held: AtomicUsize::new(0),
+    });
+    crate::capture::allocated(&out)?;
+    Ok(out)
 }
 
 
 /// Uploads a binary into a new tensor buffer. The bytes go to a host-visible staging buffer now;
 /// the copy into the tensor is queued like any op, so an upload never forces a flush.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn upload(data: Binary) -> Result<BufferRef> {
+fn upload(env: Env, data: Binary) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let bytes = data.len() as u64;
     let out = alloc(bytes)?;
     if bytes > 0 {
@@ -363,11 +370,8 @@ fn upload(data: Binary) -> Result<BufferRef> {
                 .map_err(|e| Error::vulkan("mapping an upload buffer", e))?;
             guard[..data.len()].copy_from_slice(data.as_slice());
         }
-        queue::record(Command::Copy {
-            src: stage.clone(),
-            dst: out.get()?,
-            bytes,
-        })?;
+        let copy = Command::Copy { src: stage.clone(), dst: out.get()?, bytes };
+        crate::capture::record(copy, &[&out])?;
         give_back(Kind::Upload, stage);
         // Uploads run on a dirty scheduler, so they wait here at the queue's bound.
         queue::throttle()?;
@@ -381,6 +385,8 @@ fn upload(data: Binary) -> Result<BufferRef> {
 /// a failed check is the result instead.
 #[rustler::nif(schedule = "DirtyIo")]
 fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::Atom) -> Result<Binary<'a>> {
+    let _capture = crate::capture::scope(env);
+    crate::capture::refuse("a host read of a tensor")?;
     let reason = read_reason(reason)?;
     let bytes = bytes.min(tensor.bytes);
     let mut out = NewBinary::new(env, bytes as usize);

@@ -72,6 +72,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, UNARY_OPS)?;
     let kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
@@ -87,6 +88,7 @@ const CLASSIFY_OPS: &[&str] = &["is_nan", "is_infinity"];
 /// is_nan / is_infinity of a floating-point tensor, as u8.
 #[rustler::nif]
 fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, CLASSIFY_OPS)?;
     let kernel = shaders::numeric(Family::Classify, dtype, false)
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
@@ -112,6 +114,7 @@ fn binary_op(
     b_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     if matches!(dtype, Dtype::C64 | Dtype::C128) {
         return complex_binary(env, op, dtype, a, a_shape, b, b_shape, out_shape);
     }
@@ -202,6 +205,7 @@ const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
 #[rustler::nif]
 fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, COMPLEX_REAL)?;
     let (kernel, real_bytes) = match dtype {
         Dtype::C64 => (shaders::complex_real_c64, 4),
@@ -219,6 +223,7 @@ fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resul
 /// negate / conjugate of a complex tensor.
 #[rustler::nif]
 fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, COMPLEX_UNARY)?;
     let kernel = match dtype {
         Dtype::C64 => shaders::complex_unary_c64,
@@ -238,6 +243,7 @@ fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resu
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn select(
+    env: rustler::Env,
     elem_bytes: u64,
     pred: BufferRef,
     pred_shape: Vec<u64>,
@@ -247,6 +253,7 @@ fn select(
     false_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     if elem_bytes == 16 {
         // c128: pairs of 8-byte halves, the pair an innermost axis the predicate broadcasts over.
         let pair = |shape: Vec<u64>, last: u64| shape.into_iter().chain([last]).collect::<Vec<_>>();

@@ -164,6 +164,7 @@ fn device_offset(
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn dynamic_slice(
+    env: rustler::Env,
     elem_bytes: u64,
     src: BufferRef,
     offset: i64,
@@ -173,6 +174,7 @@ fn dynamic_slice(
     max_starts: Vec<u64>,
     start_strides: Vec<i64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, false)?;
     let out = alloc(element_count(&dims) * elem_bytes)?;
     let out_strides = contiguous_strides(&dims);
@@ -186,6 +188,7 @@ fn dynamic_slice(
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn dynamic_put_slice(
+    env: rustler::Env,
     elem_bytes: u64,
     dst: BufferRef,
     offset: i64,
@@ -196,6 +199,7 @@ fn dynamic_put_slice(
     max_starts: Vec<u64>,
     start_strides: Vec<i64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, true)?;
     let src_strides = contiguous_strides(&dims);
     copy_with_offset(elem_bytes, &src, 0, &src_strides, &dst, offset, &dst_strides, &dims, Some(&device))?;
@@ -204,7 +208,8 @@ fn dynamic_put_slice(
 
 /// A new contiguous tensor of shape `dims` read from `src` through `offset` and `strides`.
 #[rustler::nif]
-fn view_copy(elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let out = alloc(element_count(&dims) * elem_bytes)?;
     strided_copy(elem_bytes, &src, offset, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
     Ok(out)
@@ -216,6 +221,7 @@ fn view_copy(elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strid
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn copy_into(
+    env: rustler::Env,
     elem_bytes: u64,
     dst: BufferRef,
     dst_offset: i64,
@@ -225,13 +231,15 @@ fn copy_into(
     src_strides: Vec<i64>,
     dims: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     strided_copy(elem_bytes, &src, src_offset, &src_strides, &dst, dst_offset, &dst_strides, &dims)?;
     Ok(dst)
 }
 
 /// A new tensor of `n` elements of `elem_bytes` bytes, all set to the bit pattern `bits`.
 #[rustler::nif]
-fn fill(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
+fn fill(env: rustler::Env, elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let kernel = by_width(elem_bytes, shaders::fill_b1, shaders::fill_b2, shaders::fill_b4, shaders::fill_b8)?;
     let out = alloc(n * elem_bytes)?;
     let mut push = Push::new();
@@ -245,7 +253,8 @@ fn fill(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
 /// iota (`eye` false): element i holds (i / inner) % dim, or i when dim is 0.
 /// eye (`eye` true): 1 where the row (of `dim` rows) equals the column (of `inner` columns).
 #[rustler::nif]
-fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
+fn iota(env: rustler::Env, dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let kernel = shaders::iota(dtype)
         .ok_or_else(|| unsupported!("iota/eye on {} has no device kernel yet", dtype.name()))?;
     let out = alloc(n * dtype.bytes())?;
@@ -258,7 +267,8 @@ fn iota(dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferR
 }
 
 #[rustler::nif]
-fn alloc_buffer(bytes: u64) -> Result<BufferRef> {
+fn alloc_buffer(env: rustler::Env, bytes: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     alloc(bytes)
 }
 
@@ -266,6 +276,7 @@ fn alloc_buffer(bytes: u64) -> Result<BufferRef> {
 /// the index tuples' shape followed by the dims not indexed, in order.
 #[rustler::nif]
 fn gather(
+    env: rustler::Env,
     elem_bytes: u64,
     x: BufferRef,
     shape: Vec<u64>,
@@ -273,6 +284,7 @@ fn gather(
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     gather_elements(elem_bytes, x, shape, indices, indices_shape, axes)
 }
 
@@ -329,6 +341,7 @@ fn gather_elements(
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn scatter(
+    env: rustler::Env,
     add: bool,
     dtype: Dtype,
     target: BufferRef,
@@ -338,6 +351,7 @@ fn scatter(
     updates: BufferRef,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let what = if add { "indexed_add" } else { "indexed_put" };
     let kernel = crate::shaders::numeric(crate::shaders::Family::Scatter, dtype, precise_f32())
         .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;

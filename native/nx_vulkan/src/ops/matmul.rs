@@ -51,6 +51,7 @@ fn as_groups(
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn dot(
+    env: rustler::Env,
     dtype: Dtype,
     a: BufferRef,
     a_shape: Vec<u64>,
@@ -61,6 +62,7 @@ fn dot(
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
     if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
         return Err(arg_error!("dot axes out of range"));
@@ -231,6 +233,7 @@ const TILED8_MIN_BLOCKS: u64 = 256;
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn triangular_solve(
+    env: rustler::Env,
     dtype: Dtype,
     a: BufferRef,
     b: BufferRef,
@@ -241,6 +244,7 @@ fn triangular_solve(
     a_strides: (u64, u64),
     b_strides: (u64, u64),
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let kernel = shaders::numeric(Family::TriSolve, dtype, precise_f32())
         .ok_or_else(|| unsupported!("triangular_solve on {} has no device kernel yet", dtype.name()))?;
     let eb = dtype.bytes();

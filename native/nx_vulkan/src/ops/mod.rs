@@ -10,7 +10,7 @@ pub mod reduce;
 use crate::context::ctx;
 use crate::error::{arg_error, unsupported, Result};
 use crate::pipelines::{pipeline, Kernel};
-use crate::queue::{self, Command, Dispatch, PUSH_WORDS};
+use crate::queue::{Command, Dispatch, PUSH_WORDS};
 use crate::tensor::BufferRef;
 use smallvec::SmallVec;
 use crate::policy::{cpu_device, gemm_block, precise_dot, precise_f32};
@@ -196,14 +196,9 @@ fn record(
     if let Some((out, inputs)) = bindings.split_last() {
         crate::checks::inherit(out, inputs)?;
     }
-    let bindings: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
-    queue::record(Command::Dispatch(Dispatch {
-        name,
-        pipeline,
-        bindings,
-        push: push.words,
-        groups,
-    }))
+    let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
+    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups };
+    crate::capture::record(Command::Dispatch(dispatch), bindings)
 }
 
 /// The storage-type variant of a byte-moving kernel family for an element width.

@@ -139,6 +139,7 @@ fn arg_reduce(
     tie_high: bool,
     index_bytes: u64,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = super::elementwise::op_code(env, op, ARG_OPS)?;
     let kernel = shaders::numeric(Family::ArgReduce, dtype, false)
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
@@ -157,6 +158,7 @@ fn arg_reduce(
 
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
     reduce_axes(code, name, dtype, &x, &shape, &axes)
 }
@@ -229,6 +231,7 @@ fn window_reduce(
     pad_low: Vec<i64>,
     dilations: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     const WINDOW_OPS: &[&str] = &["window_sum", "window_product", "window_max", "window_min"];
     let (code, name) = super::elementwise::op_code(env, op, WINDOW_OPS)?;
     let kernel = shaders::numeric(Family::Window, dtype, precise_f32())
@@ -272,7 +275,8 @@ fn window_reduce(
 
 /// sort (values) or argsort (indices of `index_bytes` bytes) along `axis`, stable; NaN largest.
 #[rustler::nif]
-fn sort(dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: usize, desc: bool, indices: bool, index_bytes: u64) -> Result<BufferRef> {
+fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: usize, desc: bool, indices: bool, index_bytes: u64) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let what = if indices { "argsort" } else { "sort" };
     let kernel = shaders::numeric(Family::Sort, dtype, false)
         .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;
@@ -358,6 +362,7 @@ fn bitonic_sort(
 #[rustler::nif]
 #[allow(clippy::too_many_arguments)]
 fn window_scatter(
+    env: rustler::Env,
     min: bool,
     dtype: Dtype,
     x: BufferRef,
@@ -369,6 +374,7 @@ fn window_scatter(
     strides: Vec<u64>,
     pad_low: Vec<i64>,
 ) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
     let what = if min { "window_scatter_min" } else { "window_scatter_max" };
     let kernel = shaders::numeric(Family::WindowScatter, dtype, false)
         .ok_or_else(|| unsupported!("{what} on {} has no device kernel yet", dtype.name()))?;

@@ -1,0 +1,267 @@
+defmodule Nx.Vulkan.Compiler do
+  @moduledoc false
+  # The Nx.Defn.Compiler behind `compiler: Nx.Vulkan` (Nx.Vulkan delegates its callbacks here).
+  #
+  # A function is traced once per structure (the defn function, the argument templates and the
+  # options), then run once under Nx.Defn.Evaluator on placeholder tensors while this process
+  # captures its commands (native capture.rs): the ops choose kernels exactly as they do eagerly,
+  # and what they would have queued becomes the program. A call then checks nothing per op: it
+  # hands the arguments' buffers to one NIF, which queues the whole program as one command and
+  # returns fresh output buffers at once. Results are bit for bit the Evaluator's on this device.
+  #
+  # Functions the capture cannot hold run under the Evaluator on the eager backend, every call,
+  # counted by reason (census/0): `while` and `cond` (the Evaluator reads their conditions on the
+  # host), hooks and tokens (host callbacks), and any function that needs the host mid-work (a
+  # host fallback, a deferred check of integer division by a tensor...). Results are the same
+  # either way; only the speed differs.
+  #
+  # The cache holds at most @max_programs programs (each holds its intermediates' device
+  # memory); the least recently built goes first.
+  @behaviour Nx.Defn.Compiler
+
+  alias Nx.Defn.{Composite, Evaluator, Expr}
+  alias Nx.Tensor, as: T
+  alias Nx.Vulkan.Native
+
+  @programs :nx_vulkan_programs
+  @census :nx_vulkan_compiler_census
+  @max_programs 64
+
+  def create_tables do
+    :ets.new(@programs, [:named_table, :public, :set, read_concurrency: true])
+    :ets.new(@census, [:named_table, :public, :set, write_concurrency: true])
+  end
+
+  @impl true
+  def __partitions_options__(opts), do: [opts]
+
+  @impl true
+  def __to_backend__(_opts), do: {Nx.Vulkan.Backend, []}
+
+  @impl true
+  def __jit__(key, vars, fun, args_list, opts), do: __compile__(key, vars, fun, opts).(args_list)
+
+  @impl true
+  def __compile__(key, vars, fun, opts) do
+    entry = entry(key, vars, fun, opts)
+    fn args_list -> Enum.map(args_list, &call(entry, &1)) end
+  end
+
+  @doc false
+  # %{reason => calls} for the calls that ran under the Evaluator, and the programs' counters.
+  def census do
+    for {key, count} <- :ets.tab2list(@census),
+        reduce: %{programs: 0, replays: 0, evaluator: %{}} do
+      acc ->
+        case key do
+          {:evaluator, reason} -> put_in(acc, [:evaluator, reason], count)
+          counter -> Map.put(acc, counter, count)
+        end
+    end
+  end
+
+  @doc false
+  # The program behind a compiled function's structure (for introspection and tests):
+  # %{dispatches:, commands:, copies:, buffers:, bytes:} or {:evaluator, reason}.
+  def info(key, vars, fun, opts) do
+    case entry(key, vars, fun, opts) do
+      %{program: {:evaluator, reason}} -> {:evaluator, reason}
+      %{program: %{ref: ref}} -> Native.program_info(ref)
+    end
+  end
+
+  defp bump(key), do: :ets.update_counter(@census, key, 1, {key, 0})
+
+  ## The cache
+
+  defp entry(key, vars, fun, opts) do
+    cache_key = {key, vars |> Composite.flatten_list() |> Enum.map(&Nx.to_template/1), opts}
+
+    case :ets.lookup(@programs, cache_key) do
+      [{_, _stamp, entry}] ->
+        entry
+
+      [] ->
+        entry = build(key, vars, fun, opts)
+        evict()
+        :ets.insert(@programs, {cache_key, System.unique_integer([:monotonic]), entry})
+        entry
+    end
+  end
+
+  defp evict do
+    if :ets.info(@programs, :size) >= @max_programs do
+      {oldest, _} =
+        :ets.foldl(
+          fn {k, stamp, _}, {_, best} = acc -> if stamp < best, do: {k, stamp}, else: acc end,
+          {nil, :infinity},
+          @programs
+        )
+
+      :ets.delete(@programs, oldest)
+    end
+  end
+
+  ## Building
+
+  defp build(key, vars, fun, opts) do
+    started = System.monotonic_time()
+    expr = fun.(vars)
+    traced = System.monotonic_time()
+    evaluator = Evaluator.__compile__(key, vars, fn _ -> expr end, opts)
+
+    program =
+      case unsupported(expr, opts) do
+        nil -> capture(evaluator, vars)
+        reason -> {:evaluator, reason}
+      end
+
+    done = System.monotonic_time()
+
+    {kind, dispatches} =
+      case program do
+        {:evaluator, reason} ->
+          {reason, 0}
+
+        %{ref: ref} ->
+          bump(:programs)
+          {:program, Native.program_info(ref).dispatches}
+      end
+
+    :telemetry.execute(
+      [:nx_vulkan, :compile],
+      %{trace_us: us(traced - started), capture_us: us(done - traced), dispatches: dispatches},
+      %{result: if(kind == :program, do: :program, else: :evaluator), reason: kind}
+    )
+
+    %{evaluator: evaluator, program: program}
+  end
+
+  defp us(native), do: System.convert_time_unit(native, :native, :microsecond)
+
+  # Why the expression cannot be captured, or nil: control flow the Evaluator decides on the host,
+  # and host callbacks.
+  defp unsupported(expr, opts) do
+    if Keyword.get(opts, :hooks, %{}) != %{} do
+      "hooks given to the compiler"
+    else
+      {_, reason} = Composite.reduce(expr, {%{}, nil}, &scan/2)
+      reason
+    end
+  end
+
+  @host_ops %{
+    while: "while (the Evaluator reads its condition on the host)",
+    cond: "cond (the Evaluator reads its predicate on the host)",
+    token: "hooks (host callbacks)",
+    attach_token: "hooks (host callbacks)",
+    runtime_call: "a runtime call (a host callback)"
+  }
+
+  defp scan(_, {_, reason} = acc) when reason != nil, do: acc
+
+  defp scan(%T{data: %Expr{id: id, op: op, args: args}}, {seen, nil}) do
+    cond do
+      Map.has_key?(seen, id) -> {seen, nil}
+      Map.has_key?(@host_ops, op) -> {seen, @host_ops[op]}
+      true -> Enum.reduce(args, {Map.put(seen, id, true), nil}, &scan_arg/2)
+    end
+  end
+
+  defp scan(_, acc), do: acc
+
+  defp scan_arg(_, {_, reason} = acc) when reason != nil, do: acc
+  defp scan_arg(%T{} = t, acc), do: scan(t, acc)
+  defp scan_arg(list, acc) when is_list(list), do: Enum.reduce(list, acc, &scan_arg/2)
+
+  defp scan_arg(tuple, acc) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> Enum.reduce(acc, &scan_arg/2)
+
+  defp scan_arg(_, acc), do: acc
+
+  # Runs the function once on placeholders while capturing; the program, or why not.
+  defp capture(evaluator, vars) do
+    # The compiled function gets the arguments' tensors as one flat list.
+    placeholders = vars |> Composite.flatten_list() |> Enum.map(&placeholder/1)
+    Native.capture_begin(Enum.map(placeholders, & &1.data.ref)) |> Native.unwrap!()
+
+    try do
+      [output] = evaluator.([Enum.map(placeholders, &fn -> &1 end)])
+      output
+    catch
+      kind, value ->
+        # The capture's own reason (a host read...) says more than the exception it caused.
+        message = Exception.format_banner(kind, value) |> String.slice(0, 300)
+
+        case Native.capture_end([], []) |> Native.unwrap!() do
+          {:gave_up, reason} -> {:evaluator, reason}
+          _ -> {:evaluator, "raised while recorded: " <> message}
+        end
+    else
+      output ->
+        outputs = Composite.flatten_list([output])
+
+        if Enum.all?(outputs, &match?(%T{data: %Nx.Vulkan.Backend{}}, &1)) do
+          refs = Enum.map(outputs, & &1.data.ref)
+
+          case Native.capture_end(Enum.map(placeholders, & &1.data.ref), refs)
+               |> Native.unwrap!() do
+            {:gave_up, reason} -> {:evaluator, reason}
+            {:ok, ref, kinds} -> %{ref: ref, kinds: kinds, output: output}
+          end
+        else
+          Native.capture_cancel()
+          {:evaluator, "an output is not a device tensor"}
+        end
+    after
+      # Whatever happened, this process captures nothing more (a no-op after capture_end).
+      Native.capture_cancel()
+    end
+  end
+
+  defp placeholder(var) do
+    %T{type: {_, bits}} = t = Nx.devectorize(var)
+    ref = Native.alloc_buffer(div(Nx.size(t) * bits + 7, 8)) |> Native.unwrap!()
+    %{t | data: %Nx.Vulkan.Backend{ref: ref}}
+  end
+
+  ## Calling
+
+  defp call(%{program: {:evaluator, reason}, evaluator: evaluator}, params) do
+    bump({:evaluator, reason})
+    [result] = evaluator.([params])
+    result
+  end
+
+  defp call(%{program: %{ref: ref, kinds: kinds, output: output}}, params) do
+    inputs = Enum.map(params, &device_input(&1.()))
+
+    fresh =
+      Native.program_run(ref, Enum.map(inputs, & &1.ref)) |> Native.unwrap!() |> List.to_tuple()
+
+    inputs = List.to_tuple(inputs)
+    bump(:replays)
+
+    {result, []} =
+      Composite.traverse(output, kinds, fn %T{data: data} = t, [kind | rest] ->
+        data =
+          case kind do
+            {:fresh, i} -> %{data | ref: elem(fresh, i)}
+            {:input, i} -> elem(inputs, i)
+            :external -> data
+          end
+
+        {%{t | data: data}, rest}
+      end)
+
+    Composite.flatten_list([result]) |> Enum.each(&Nx.Vulkan.Backend.account_result/1)
+    result
+  end
+
+  defp device_input(%T{} = t) do
+    case Nx.devectorize(t) do
+      %T{data: %Nx.Vulkan.Backend{} = data} -> data
+      other -> Nx.backend_copy(other, Nx.Vulkan.Backend).data
+    end
+  end
+end

@@ -1,0 +1,478 @@
+//! Programs: a defn function's commands captured once and replayed (the compiler,
+//! lib/nx_vulkan/compiler.ex).
+//!
+//! The compiler runs a function once under `Nx.Defn.Evaluator` on placeholder inputs while the
+//! calling process captures: every command its op NIFs describe goes into the capture instead
+//! of the pending queue, and every buffer those commands use is held. The commands themselves
+//! are the program: the ops decide kernels, push constants and groups exactly as they do
+//! eagerly, so a replay computes bit for bit what the Evaluator computes on this device.
+//!
+//! A replay (`program_run`) is one NIF call and one queued command. It names the buffers that
+//! stand in for the capture's: the caller's tensors for the placeholders, fresh buffers for the
+//! outputs. Intermediates stay the program's own, reused by every replay (the recorder's hazard
+//! tracking orders one replay's writes after the previous one's reads).
+//!
+//! A capture gives up (the compiler then runs that function under the Evaluator, counted with
+//! the reason) when the function needs the host mid-work (a download, the host fallback, a
+//! deferred check) or writes a buffer made outside it; nothing captured ever runs then.
+//!
+//! Which process is capturing: op NIFs start with `scope(env)`, which looks the calling process
+//! up (only while some capture is active) and sets a thread-local for the rest of the call.
+use crate::error::{Error, Result};
+use crate::queue::{self, handle, Command, Replay};
+use crate::tensor::{self, BufferRef};
+use once_cell::sync::Lazy;
+use rustler::{Encoder, Env, LocalPid, ResourceArc, Term};
+use smallvec::SmallVec;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use vulkano::buffer::Subbuffer;
+
+/// Captures in progress, in any process: while zero, `scope` and the hooks cost one load.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+static CAPTURES: Lazy<Mutex<Vec<(LocalPid, Arc<Capture>)>>> = Lazy::new(Default::default);
+
+thread_local! {
+    /// The capture of the process whose NIF runs on this thread now, if it captures.
+    static CURRENT: RefCell<Option<Arc<Capture>>> = const { RefCell::new(None) };
+    /// Whether a NIF running on this thread opened a scope (a recording NIF without one, while a
+    /// capture is active, could belong to the capturing process: every capture then gives up).
+    static IN_SCOPE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks a NIF call as belonging to its calling process's capture, if any, until dropped.
+pub struct Scope(());
+
+pub fn scope(env: Env) -> Scope {
+    IN_SCOPE.with(|s| s.set(true));
+    if ACTIVE.load(Ordering::Acquire) != 0 {
+        let pid = env.pid();
+        let found = CAPTURES
+            .lock()
+            .ok()
+            .and_then(|list| list.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()));
+        CURRENT.with(|c| *c.borrow_mut() = found);
+    }
+    Scope(())
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        IN_SCOPE.with(|s| s.set(false));
+        CURRENT.with(|c| c.borrow_mut().take());
+    }
+}
+
+/// The calling process's capture (None on the fast path, when nothing captures).
+fn current() -> Option<Arc<Capture>> {
+    if ACTIVE.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    if !IN_SCOPE.with(|s| s.get()) {
+        give_up_all("a NIF without a capture scope queued work or allocated while a program was being recorded");
+        return None;
+    }
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+fn give_up_all(reason: &str) {
+    if let Ok(list) = CAPTURES.lock() {
+        for (_, capture) in list.iter() {
+            capture.give_up(reason);
+        }
+    }
+}
+
+/// A buffer a capture or a program uses: deallocation leaves it alone while held.
+pub struct Held(BufferRef);
+
+impl Held {
+    fn new(buffer: &BufferRef) -> Self {
+        buffer.held.fetch_add(1, Ordering::AcqRel);
+        Held(buffer.clone())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[derive(Default)]
+struct State {
+    commands: Vec<Command>,
+    /// Every tensor buffer a command used or the capture allocated, once (by handle).
+    held: HashMap<u64, Held>,
+    /// Handles of the buffers allocated while capturing.
+    allocated: HashSet<u64>,
+    /// Handles of the buffers whose contents depend on the inputs: the placeholders, and what
+    /// captured commands wrote.
+    derived: HashSet<u64>,
+    /// Commands that depend on no input ran at once (constant folding: the constants, iotas
+    /// and literals a function makes are made once, not at every replay), by the buffer they
+    /// wrote; kept in case a captured command writes the same buffer later.
+    folded: HashMap<u64, Vec<Command>>,
+    gave_up: Option<String>,
+}
+
+pub struct Capture {
+    state: Mutex<State>,
+}
+
+impl Capture {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A poisoned lock only means a panic mid-update; the capture is then abandoned anyway.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn give_up(&self, reason: &str) {
+        self.state()
+            .gave_up
+            .get_or_insert_with(|| reason.to_string());
+    }
+
+    fn push(&self, command: Command, uses: &[&BufferRef]) -> Result<()> {
+        let mut state = self.state();
+        if state.gave_up.is_some() {
+            return Ok(());
+        }
+        if uses
+            .iter()
+            .any(|b| b.checks.lock().map_or(true, |c| c.is_some()))
+        {
+            state.gave_up = Some("an op reads a tensor that carries a deferred check".into());
+            return Ok(());
+        }
+        let Some((reads, written)) = command.accesses() else {
+            state.gave_up =
+                Some("a compiled function was called inside another one's recording".into());
+            return Ok(());
+        };
+        if !state.allocated.contains(&written) {
+            state.gave_up = Some("an op writes a tensor made outside the function".into());
+            return Ok(());
+        }
+        for buffer in uses {
+            let h = handle(&buffer.get()?);
+            state.held.entry(h).or_insert_with(|| Held::new(buffer));
+        }
+        if !state.derived.contains(&written) && !reads.iter().any(|r| state.derived.contains(r)) {
+            state
+                .folded
+                .entry(written)
+                .or_default()
+                .push(command.clone());
+            return queue::record(command);
+        }
+        if let Some(earlier) = state.folded.remove(&written) {
+            // Part of this buffer was folded: its writes replay too, before this one. A captured
+            // command that read the buffer before would read the last replay's contents.
+            let read_before = state
+                .commands
+                .iter()
+                .any(|c| c.accesses().is_some_and(|(r, _)| r.contains(&written)));
+            if read_before {
+                state.gave_up = Some("an op reads a buffer that a later op writes".into());
+                return Ok(());
+            }
+            state.commands.extend(earlier);
+        }
+        state.derived.insert(written);
+        state.commands.push(command);
+        Ok(())
+    }
+}
+
+/// Queues `command`, or adds it to the calling process's capture. `uses` are the tensors it
+/// touches (a capture holds them for as long as its program lives).
+pub fn record(command: Command, uses: &[&BufferRef]) -> Result<()> {
+    match current() {
+        Some(capture) => capture.push(command, uses),
+        None => queue::record(command),
+    }
+}
+
+/// A buffer just allocated by the calling NIF: a capture's own when its process captures.
+pub fn allocated(buffer: &BufferRef) -> Result<()> {
+    if let Some(capture) = current() {
+        let h = handle(&buffer.get()?);
+        let mut state = capture.state();
+        state.allocated.insert(h);
+        state.held.entry(h).or_insert_with(|| Held::new(buffer));
+    }
+    Ok(())
+}
+
+/// What a capture cannot contain (a host read mid-work): the capture gives up, and the NIF
+/// fails (the compiler then runs the function under the Evaluator, where it can).
+pub fn refuse(what: &str) -> Result<()> {
+    match current() {
+        Some(capture) => {
+            capture.give_up(what);
+            Err(Error::Vulkan(format!(
+                "{what} while a compiled program is being recorded"
+            )))
+        }
+        None => Ok(()),
+    }
+}
+
+/// A captured program: its commands (with the capture's buffers in them) and what stands for
+/// what at a replay.
+pub struct Program {
+    pub commands: Vec<Command>,
+    _held: Vec<Held>,
+    /// The placeholders' handles and byte sizes, in argument order.
+    inputs: Vec<(u64, u64)>,
+    /// The outputs a replay allocates afresh: handle and byte size, each once.
+    fresh: Vec<(u64, u64)>,
+    /// For each fresh output, the inputs it was computed from (their deferred checks pass on).
+    depends: Vec<SmallVec<[u32; 4]>>,
+    pub output_bytes: u64,
+}
+
+pub struct ProgramRef(Arc<Program>);
+
+#[rustler::resource_impl]
+impl rustler::Resource for ProgramRef {}
+
+mod atoms {
+    rustler::atoms! { ok, gave_up, fresh, input, external, commands, dispatches, copies, buffers, bytes }
+}
+
+/// What one output of a program is at a replay.
+enum OutputKind {
+    /// The fresh buffer of this index in program_run's result.
+    Fresh(usize),
+    /// The caller's argument of this index, unchanged.
+    Input(usize),
+    /// The tensor the capture returned (made before it, e.g. a shared constant), unchanged.
+    External,
+}
+
+impl Encoder for OutputKind {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self {
+            OutputKind::Fresh(i) => (atoms::fresh(), *i).encode(env),
+            OutputKind::Input(i) => (atoms::input(), *i).encode(env),
+            OutputKind::External => atoms::external().encode(env),
+        }
+    }
+}
+
+/// Starts capturing the calling process's commands; `inputs` are the placeholders the function
+/// will run on.
+#[rustler::nif]
+fn capture_begin(env: Env, inputs: Vec<BufferRef>) -> Result<rustler::Atom> {
+    let mut state = State::default();
+    for input in &inputs {
+        state.derived.insert(handle(&input.get()?));
+    }
+    let pid = env.pid();
+    let mut list = CAPTURES
+        .lock()
+        .map_err(|_| Error::Vulkan("the capture list lock was poisoned".into()))?;
+    if list.iter().any(|(p, _)| *p == pid) {
+        return Err(crate::error::arg_error!(
+            "this process is already recording a compiled program"
+        ));
+    }
+    list.push((
+        pid,
+        Arc::new(Capture {
+            state: Mutex::new(state),
+        }),
+    ));
+    ACTIVE.fetch_add(1, Ordering::AcqRel);
+    Ok(atoms::ok())
+}
+
+fn take_capture(env: Env) -> Option<Arc<Capture>> {
+    let pid = env.pid();
+    let mut list = CAPTURES.lock().ok()?;
+    let at = list.iter().position(|(p, _)| *p == pid)?;
+    let (_, capture) = list.swap_remove(at);
+    ACTIVE.fetch_sub(1, Ordering::AcqRel);
+    Some(capture)
+}
+
+/// Ends the calling process's capture: `{:ok, program, output_kinds}` for `inputs` (the
+/// placeholders, in argument order) and `outputs` (the tensors the function returned), or
+/// `{:gave_up, reason}`.
+#[rustler::nif]
+fn capture_end<'a>(
+    env: Env<'a>,
+    inputs: Vec<BufferRef>,
+    outputs: Vec<BufferRef>,
+) -> Result<Term<'a>> {
+    let capture = take_capture(env)
+        .ok_or_else(|| crate::error::arg_error!("this process is not recording a program"))?;
+    let mut state = std::mem::take(&mut *capture.state());
+    if let Some(reason) = state.gave_up.take() {
+        return Ok((atoms::gave_up(), reason).encode(env));
+    }
+    let input_handles: Vec<u64> = inputs
+        .iter()
+        .map(|b| b.get().map(|s| handle(&s)))
+        .collect::<Result<_>>()?;
+    let mut fresh: Vec<(u64, u64)> = Vec::new();
+    let mut kinds = Vec::with_capacity(outputs.len());
+    for out in &outputs {
+        let h = handle(&out.get()?);
+        let kind = if let Some(i) = input_handles.iter().position(|&x| x == h) {
+            OutputKind::Input(i)
+        } else if state.allocated.contains(&h) && !state.folded.contains_key(&h) {
+            let at = fresh.iter().position(|&(x, _)| x == h).unwrap_or_else(|| {
+                fresh.push((h, out.bytes));
+                fresh.len() - 1
+            });
+            OutputKind::Fresh(at)
+        } else {
+            OutputKind::External
+        };
+        kinds.push(kind);
+    }
+    let depends = dependencies(&state.commands, &input_handles, &fresh);
+    let program = Program {
+        output_bytes: fresh.iter().map(|f| f.1).sum(),
+        commands: std::mem::take(&mut state.commands),
+        _held: state.held.drain().map(|(_, h)| h).collect(),
+        inputs: input_handles
+            .iter()
+            .zip(&inputs)
+            .map(|(&h, b)| (h, b.bytes))
+            .collect(),
+        fresh,
+        depends,
+    };
+    let program = ResourceArc::new(ProgramRef(Arc::new(program)));
+    Ok((atoms::ok(), program, kinds).encode(env))
+}
+
+/// Abandons the calling process's capture, if any (the compiler's cleanup when the function
+/// raised while captured).
+#[rustler::nif]
+fn capture_cancel(env: Env) -> rustler::Atom {
+    drop(take_capture(env));
+    atoms::ok()
+}
+
+/// For each fresh output, the inputs whose values flow into it, following the commands in order
+/// (each writes its last binding, or a copy's destination, from what it reads).
+fn dependencies(
+    commands: &[Command],
+    inputs: &[u64],
+    fresh: &[(u64, u64)],
+) -> Vec<SmallVec<[u32; 4]>> {
+    let words = inputs.len().div_ceil(64).max(1);
+    let mut flows: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (i, &h) in inputs.iter().enumerate() {
+        let mut bits = vec![0u64; words];
+        bits[i / 64] |= 1 << (i % 64);
+        flows.insert(h, bits);
+    }
+    for command in commands {
+        let Some((reads, write)) = command.accesses() else {
+            continue;
+        };
+        let mut bits = flows.get(&write).cloned().unwrap_or_else(|| vec![0; words]);
+        for r in reads {
+            if let Some(from) = flows.get(&r) {
+                bits.iter_mut().zip(from).for_each(|(b, f)| *b |= f);
+            }
+        }
+        flows.insert(write, bits);
+    }
+    fresh
+        .iter()
+        .map(|(h, _)| {
+            let bits = flows.get(h);
+            (0..inputs.len())
+                .filter(|i| bits.is_some_and(|b| b[i / 64] & (1 << (i % 64)) != 0))
+                .map(|i| i as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// Replays a program on `inputs` (tensors of the placeholders' sizes): queues it as one command
+/// and returns its fresh outputs at once, like any op.
+#[rustler::nif]
+fn program_run(
+    env: Env,
+    program: ResourceArc<ProgramRef>,
+    inputs: Vec<BufferRef>,
+) -> Result<Vec<BufferRef>> {
+    let _capture = scope(env);
+    refuse("a compiled function was called")?;
+    let program = &program.0;
+    if inputs.len() != program.inputs.len() {
+        return Err(crate::error::arg_error!(
+            "a compiled program takes {} tensors, got {}",
+            program.inputs.len(),
+            inputs.len()
+        ));
+    }
+    let mut substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 8]> = SmallVec::new();
+    for (i, (input, &(h, bytes))) in inputs.iter().zip(&program.inputs).enumerate() {
+        if input.bytes != bytes {
+            return Err(crate::error::arg_error!(
+                "argument {i} of a compiled program has {} bytes, its template {bytes}",
+                input.bytes
+            ));
+        }
+        substitutes.push((h, input.get()?));
+    }
+    let mut outputs = Vec::with_capacity(program.fresh.len());
+    for &(h, bytes) in &program.fresh {
+        let out = tensor::alloc(bytes)?;
+        substitutes.push((h, out.get()?));
+        outputs.push(out);
+    }
+    if inputs
+        .iter()
+        .any(|b| b.checks.lock().map_or(false, |c| c.is_some()))
+    {
+        for (out, depends) in outputs.iter().zip(&program.depends) {
+            let from: SmallVec<[&BufferRef; 4]> =
+                depends.iter().map(|&i| &inputs[i as usize]).collect();
+            crate::checks::inherit(out, &from)?;
+        }
+    }
+    queue::record(Command::Program(Replay {
+        program: program.clone(),
+        substitutes,
+    }))?;
+    Ok(outputs)
+}
+
+/// What a program holds: `%{commands:, dispatches:, copies:, buffers:, bytes:}`.
+#[rustler::nif]
+fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
+    let p = &program.0;
+    let dispatches = p
+        .commands
+        .iter()
+        .filter(|c| matches!(c, Command::Dispatch(_)))
+        .count();
+    let bytes: u64 = p._held.iter().map(|h| h.0.bytes).sum();
+    let pairs = [
+        (atoms::commands(), p.commands.len()),
+        (atoms::dispatches(), dispatches),
+        (atoms::copies(), p.commands.len() - dispatches),
+        (atoms::buffers(), p._held.len()),
+    ];
+    let map = Term::map_from_pairs(
+        env,
+        &pairs
+            .iter()
+            .map(|(k, v)| (k.encode(env), v.encode(env)))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_else(|_| atoms::ok().encode(env));
+    map.map_put(atoms::bytes().encode(env), bytes.encode(env))
+        .unwrap_or(map)
+}
