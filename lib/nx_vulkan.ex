@@ -21,11 +21,12 @@ defmodule Nx.Vulkan do
   gives on the same device. A program keeps its intermediate buffers between calls (the 64 most
   recently built programs are kept).
 
-  Functions with `while` or `cond` (the Evaluator decides them on the host), hooks, or anything
-  that needs the host mid-work (a host fallback, an integer division by a tensor's deferred
-  check) run under the Evaluator on the eager backend instead, every call, with the same
-  results; `Nx.Vulkan.compiler_census/0` counts those calls by reason. Telemetry:
-  `[:nx_vulkan, :compile]` (below).
+  A `while` or `cond` whose condition depends on no argument (a fixed trip count, such as
+  `Nx.Random`'s loops) is decided at capture: the loop unrolls into the program. Functions whose
+  control flow depends on the arguments, hooks, or anything that needs the host mid-work (a
+  host fallback, an integer division by a tensor's deferred check) run under the Evaluator on
+  the eager backend instead, every call, with the same results; `Nx.Vulkan.compiler_census/0`
+  counts those calls by reason. Telemetry: `[:nx_vulkan, :compile]` (below).
 
   ## Host syncs and deferred checks
 

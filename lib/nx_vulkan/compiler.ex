@@ -9,11 +9,14 @@ defmodule Nx.Vulkan.Compiler do
   # hands the arguments' buffers to one NIF, which queues the whole program as one command and
   # returns fresh output buffers at once. Results are bit for bit the Evaluator's on this device.
   #
+  # The Evaluator reads `while` conditions and `cond` predicates on the host. At capture, a value
+  # that depends on no argument is real (input-independent commands run at once: constant
+  # folding), so such a read works and a loop with a fixed trip count unrolls into the program.
   # Functions the capture cannot hold run under the Evaluator on the eager backend, every call,
-  # counted by reason (census/0): `while` and `cond` (the Evaluator reads their conditions on the
-  # host), hooks and tokens (host callbacks), and any function that needs the host mid-work (a
-  # host fallback, a deferred check of integer division by a tensor...). Results are the same
-  # either way; only the speed differs.
+  # counted by reason (census/0): control flow that depends on the arguments, hooks and tokens
+  # (host callbacks), and anything else that needs the host mid-work (a host fallback, a
+  # deferred check of integer division by a tensor...). Results are the same either way; only
+  # the speed differs.
   #
   # The cache holds at most @max_programs programs (each holds its intermediates' device
   # memory); the least recently built goes first.
@@ -139,8 +142,9 @@ defmodule Nx.Vulkan.Compiler do
 
   defp us(native), do: System.convert_time_unit(native, :native, :microsecond)
 
-  # Why the expression cannot be captured, or nil: control flow the Evaluator decides on the host,
-  # and host callbacks.
+  # Why the expression cannot be captured, or nil: host callbacks. (`while` and `cond` are tried:
+  # a condition that depends on no argument, such as a fixed trip count, is read at capture and
+  # the loop unrolls into the program; one that depends on them makes the capture give up.)
   defp unsupported(expr, opts) do
     if Keyword.get(opts, :hooks, %{}) != %{} do
       "hooks given to the compiler"
@@ -151,8 +155,6 @@ defmodule Nx.Vulkan.Compiler do
   end
 
   @host_ops %{
-    while: "while (the Evaluator reads its condition on the host)",
-    cond: "cond (the Evaluator reads its predicate on the host)",
     token: "hooks (host callbacks)",
     attach_token: "hooks (host callbacks)",
     runtime_call: "a runtime call (a host callback)"

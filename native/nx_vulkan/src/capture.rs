@@ -7,10 +7,10 @@
 //! are the program: the ops decide kernels, push constants and groups exactly as they do
 //! eagerly, so a replay computes bit for bit what the Evaluator computes on this device.
 //!
-//! A replay (`program_run`) is one NIF call and one queued command. It names the buffers that
-//! stand in for the capture's: the caller's tensors for the placeholders, fresh buffers for the
-//! outputs. Intermediates stay the program's own, reused by every replay (the recorder's hazard
-//! tracking orders one replay's writes after the previous one's reads).
+//! A replay (`program_run`) is one NIF call: it queues the program's commands with the buffers
+//! that stand in for the capture's (the caller's tensors for the placeholders, fresh buffers for
+//! the outputs). Intermediates stay the program's own, reused by every replay (the recorder's
+//! hazard tracking orders one replay's writes after the previous one's reads).
 //!
 //! A capture gives up (the compiler then runs that function under the Evaluator, counted with
 //! the reason) when the function needs the host mid-work (a download, the host fallback, a
@@ -19,7 +19,7 @@
 //! Which process is capturing: op NIFs start with `scope(env)`, which looks the calling process
 //! up (only while some capture is active) and sets a thread-local for the rest of the call.
 use crate::error::{Error, Result};
-use crate::queue::{self, handle, Command, Replay};
+use crate::queue::{self, handle, Command};
 use crate::tensor::{self, BufferRef};
 use once_cell::sync::Lazy;
 use rustler::{Encoder, Env, LocalPid, ResourceArc, Term};
@@ -49,10 +49,7 @@ pub fn scope(env: Env) -> Scope {
     IN_SCOPE.with(|s| s.set(true));
     if ACTIVE.load(Ordering::Acquire) != 0 {
         let pid = env.pid();
-        let found = CAPTURES
-            .lock()
-            .ok()
-            .and_then(|list| list.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()));
+        let found = CAPTURES.lock().ok().and_then(|list| list.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()));
         CURRENT.with(|c| *c.borrow_mut() = found);
     }
     Scope(())
@@ -115,6 +112,8 @@ struct State {
     /// and literals a function makes are made once, not at every replay), by the buffer they
     /// wrote; kept in case a captured command writes the same buffer later.
     folded: HashMap<u64, Vec<Command>>,
+    /// Bytes of the buffers allocated while capturing (a program keeps them all).
+    allocated_bytes: u64,
     gave_up: Option<String>,
 }
 
@@ -129,9 +128,7 @@ impl Capture {
     }
 
     fn give_up(&self, reason: &str) {
-        self.state()
-            .gave_up
-            .get_or_insert_with(|| reason.to_string());
+        self.state().gave_up.get_or_insert_with(|| reason.to_string());
     }
 
     fn push(&self, command: Command, uses: &[&BufferRef]) -> Result<()> {
@@ -139,18 +136,11 @@ impl Capture {
         if state.gave_up.is_some() {
             return Ok(());
         }
-        if uses
-            .iter()
-            .any(|b| b.checks.lock().map_or(true, |c| c.is_some()))
-        {
+        if uses.iter().any(|b| b.checks.lock().map_or(true, |c| c.is_some())) {
             state.gave_up = Some("an op reads a tensor that carries a deferred check".into());
             return Ok(());
         }
-        let Some((reads, written)) = command.accesses() else {
-            state.gave_up =
-                Some("a compiled function was called inside another one's recording".into());
-            return Ok(());
-        };
+        let (reads, written) = command.accesses();
         if !state.allocated.contains(&written) {
             state.gave_up = Some("an op writes a tensor made outside the function".into());
             return Ok(());
@@ -160,20 +150,13 @@ impl Capture {
             state.held.entry(h).or_insert_with(|| Held::new(buffer));
         }
         if !state.derived.contains(&written) && !reads.iter().any(|r| state.derived.contains(r)) {
-            state
-                .folded
-                .entry(written)
-                .or_default()
-                .push(command.clone());
+            state.folded.entry(written).or_default().push(command.clone());
             return queue::record(command);
         }
         if let Some(earlier) = state.folded.remove(&written) {
             // Part of this buffer was folded: its writes replay too, before this one. A captured
             // command that read the buffer before would read the last replay's contents.
-            let read_before = state
-                .commands
-                .iter()
-                .any(|c| c.accesses().is_some_and(|(r, _)| r.contains(&written)));
+            let read_before = state.commands.iter().any(|c| c.accesses().0.contains(&written));
             if read_before {
                 state.gave_up = Some("an op reads a buffer that a later op writes".into());
                 return Ok(());
@@ -195,15 +178,40 @@ pub fn record(command: Command, uses: &[&BufferRef]) -> Result<()> {
     }
 }
 
-/// A buffer just allocated by the calling NIF: a capture's own when its process captures.
+/// A buffer just allocated by the calling NIF: a capture's own when its process captures. A
+/// program keeps every buffer its capture allocated; past a quarter of the memory budget (a long
+/// loop unrolled) the capture gives up.
 pub fn allocated(buffer: &BufferRef) -> Result<()> {
     if let Some(capture) = current() {
         let h = handle(&buffer.get()?);
         let mut state = capture.state();
         state.allocated.insert(h);
+        state.allocated_bytes += buffer.bytes;
         state.held.entry(h).or_insert_with(|| Held::new(buffer));
+        let limit = crate::memory::limit() / 4;
+        if state.allocated_bytes > limit {
+            let reason = format!(
+                "the program would keep more than {limit} bytes of intermediates (a quarter of the memory budget)"
+            );
+            state.gave_up.get_or_insert(reason);
+        }
     }
     Ok(())
+}
+
+/// A host read of `tensor` while capturing: fine for a value that depends on no argument (the
+/// constants folded at capture, e.g. a `while` counter, so loops with a fixed trip count
+/// unroll into the program); for one computed from the arguments the capture gives up and the
+/// read fails (the compiler then runs the function under the Evaluator).
+pub fn host_read(tensor: &BufferRef) -> Result<()> {
+    let Some(capture) = current() else { return Ok(()) };
+    let h = handle(&tensor.get()?);
+    if !capture.state().derived.contains(&h) {
+        return Ok(());
+    }
+    let what = "a host read of a value computed from the arguments (a while condition or cond predicate that depends on them, a host fallback)";
+    capture.give_up(what);
+    Err(Error::Vulkan(format!("{what} while a compiled program is being recorded")))
 }
 
 /// What a capture cannot contain (a host read mid-work): the capture gives up, and the NIF
@@ -212,9 +220,7 @@ pub fn refuse(what: &str) -> Result<()> {
     match current() {
         Some(capture) => {
             capture.give_up(what);
-            Err(Error::Vulkan(format!(
-                "{what} while a compiled program is being recorded"
-            )))
+            Err(Error::Vulkan(format!("{what} while a compiled program is being recorded")))
         }
         None => Ok(()),
     }
@@ -231,7 +237,6 @@ pub struct Program {
     fresh: Vec<(u64, u64)>,
     /// For each fresh output, the inputs it was computed from (their deferred checks pass on).
     depends: Vec<SmallVec<[u32; 4]>>,
-    pub output_bytes: u64,
 }
 
 pub struct ProgramRef(Arc<Program>);
@@ -272,20 +277,11 @@ fn capture_begin(env: Env, inputs: Vec<BufferRef>) -> Result<rustler::Atom> {
         state.derived.insert(handle(&input.get()?));
     }
     let pid = env.pid();
-    let mut list = CAPTURES
-        .lock()
-        .map_err(|_| Error::Vulkan("the capture list lock was poisoned".into()))?;
+    let mut list = CAPTURES.lock().map_err(|_| Error::Vulkan("the capture list lock was poisoned".into()))?;
     if list.iter().any(|(p, _)| *p == pid) {
-        return Err(crate::error::arg_error!(
-            "this process is already recording a compiled program"
-        ));
+        return Err(crate::error::arg_error!("this process is already recording a compiled program"));
     }
-    list.push((
-        pid,
-        Arc::new(Capture {
-            state: Mutex::new(state),
-        }),
-    ));
+    list.push((pid, Arc::new(Capture { state: Mutex::new(state) })));
     ACTIVE.fetch_add(1, Ordering::AcqRel);
     Ok(atoms::ok())
 }
@@ -303,21 +299,14 @@ fn take_capture(env: Env) -> Option<Arc<Capture>> {
 /// placeholders, in argument order) and `outputs` (the tensors the function returned), or
 /// `{:gave_up, reason}`.
 #[rustler::nif]
-fn capture_end<'a>(
-    env: Env<'a>,
-    inputs: Vec<BufferRef>,
-    outputs: Vec<BufferRef>,
-) -> Result<Term<'a>> {
-    let capture = take_capture(env)
-        .ok_or_else(|| crate::error::arg_error!("this process is not recording a program"))?;
+fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>) -> Result<Term<'a>> {
+    let capture =
+        take_capture(env).ok_or_else(|| crate::error::arg_error!("this process is not recording a program"))?;
     let mut state = std::mem::take(&mut *capture.state());
     if let Some(reason) = state.gave_up.take() {
         return Ok((atoms::gave_up(), reason).encode(env));
     }
-    let input_handles: Vec<u64> = inputs
-        .iter()
-        .map(|b| b.get().map(|s| handle(&s)))
-        .collect::<Result<_>>()?;
+    let input_handles: Vec<u64> = inputs.iter().map(|b| b.get().map(|s| handle(&s))).collect::<Result<_>>()?;
     let mut fresh: Vec<(u64, u64)> = Vec::new();
     let mut kinds = Vec::with_capacity(outputs.len());
     for out in &outputs {
@@ -337,14 +326,9 @@ fn capture_end<'a>(
     }
     let depends = dependencies(&state.commands, &input_handles, &fresh);
     let program = Program {
-        output_bytes: fresh.iter().map(|f| f.1).sum(),
         commands: std::mem::take(&mut state.commands),
         _held: state.held.drain().map(|(_, h)| h).collect(),
-        inputs: input_handles
-            .iter()
-            .zip(&inputs)
-            .map(|(&h, b)| (h, b.bytes))
-            .collect(),
+        inputs: input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect(),
         fresh,
         depends,
     };
@@ -362,11 +346,7 @@ fn capture_cancel(env: Env) -> rustler::Atom {
 
 /// For each fresh output, the inputs whose values flow into it, following the commands in order
 /// (each writes its last binding, or a copy's destination, from what it reads).
-fn dependencies(
-    commands: &[Command],
-    inputs: &[u64],
-    fresh: &[(u64, u64)],
-) -> Vec<SmallVec<[u32; 4]>> {
+fn dependencies(commands: &[Command], inputs: &[u64], fresh: &[(u64, u64)]) -> Vec<SmallVec<[u32; 4]>> {
     let words = inputs.len().div_ceil(64).max(1);
     let mut flows: HashMap<u64, Vec<u64>> = HashMap::new();
     for (i, &h) in inputs.iter().enumerate() {
@@ -375,9 +355,7 @@ fn dependencies(
         flows.insert(h, bits);
     }
     for command in commands {
-        let Some((reads, write)) = command.accesses() else {
-            continue;
-        };
+        let (reads, write) = command.accesses();
         let mut bits = flows.get(&write).cloned().unwrap_or_else(|| vec![0; words]);
         for r in reads {
             if let Some(from) = flows.get(&r) {
@@ -398,14 +376,12 @@ fn dependencies(
         .collect()
 }
 
-/// Replays a program on `inputs` (tensors of the placeholders' sizes): queues it as one command
-/// and returns its fresh outputs at once, like any op.
+/// Replays a program on `inputs` (tensors of the placeholders' sizes): queues its commands, with
+/// the caller's buffers for the placeholders and fresh ones for the outputs, and returns the
+/// outputs at once, like any op. The commands go through the queue one by one, so a long
+/// program is submitted in batches (`NXV_BATCH_MAX`) that the GPU runs while the rest records.
 #[rustler::nif]
-fn program_run(
-    env: Env,
-    program: ResourceArc<ProgramRef>,
-    inputs: Vec<BufferRef>,
-) -> Result<Vec<BufferRef>> {
+fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef>) -> Result<Vec<BufferRef>> {
     let _capture = scope(env);
     refuse("a compiled function was called")?;
     let program = &program.0;
@@ -416,7 +392,7 @@ fn program_run(
             inputs.len()
         ));
     }
-    let mut substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 8]> = SmallVec::new();
+    let mut substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 16]> = SmallVec::new();
     for (i, (input, &(h, bytes))) in inputs.iter().zip(&program.inputs).enumerate() {
         if input.bytes != bytes {
             return Err(crate::error::arg_error!(
@@ -432,20 +408,27 @@ fn program_run(
         substitutes.push((h, out.get()?));
         outputs.push(out);
     }
-    if inputs
-        .iter()
-        .any(|b| b.checks.lock().map_or(false, |c| c.is_some()))
-    {
+    if inputs.iter().any(|b| b.checks.lock().map_or(false, |c| c.is_some())) {
         for (out, depends) in outputs.iter().zip(&program.depends) {
-            let from: SmallVec<[&BufferRef; 4]> =
-                depends.iter().map(|&i| &inputs[i as usize]).collect();
+            let from: SmallVec<[&BufferRef; 4]> = depends.iter().map(|&i| &inputs[i as usize]).collect();
             crate::checks::inherit(out, &from)?;
         }
     }
-    queue::record(Command::Program(Replay {
-        program: program.clone(),
-        substitutes,
-    }))?;
+    let swap = |b: &Subbuffer<[u8]>| {
+        let h = handle(b);
+        substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| s.clone())
+    };
+    for command in &program.commands {
+        let command = match command {
+            Command::Dispatch(d) => {
+                let mut d = d.clone();
+                d.bindings.iter_mut().for_each(|b| *b = swap(b));
+                Command::Dispatch(d)
+            }
+            Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
+        };
+        queue::record(command)?;
+    }
     Ok(outputs)
 }
 
@@ -453,11 +436,7 @@ fn program_run(
 #[rustler::nif]
 fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
     let p = &program.0;
-    let dispatches = p
-        .commands
-        .iter()
-        .filter(|c| matches!(c, Command::Dispatch(_)))
-        .count();
+    let dispatches = p.commands.iter().filter(|c| matches!(c, Command::Dispatch(_))).count();
     let bytes: u64 = p._held.iter().map(|h| h.0.bytes).sum();
     let pairs = [
         (atoms::commands(), p.commands.len()),
@@ -465,14 +444,7 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::copies(), p.commands.len() - dispatches),
         (atoms::buffers(), p._held.len()),
     ];
-    let map = Term::map_from_pairs(
-        env,
-        &pairs
-            .iter()
-            .map(|(k, v)| (k.encode(env), v.encode(env)))
-            .collect::<Vec<_>>(),
-    )
-    .unwrap_or_else(|_| atoms::ok().encode(env));
-    map.map_put(atoms::bytes().encode(env), bytes.encode(env))
-        .unwrap_or(map)
+    let map = Term::map_from_pairs(env, &pairs.iter().map(|(k, v)| (k.encode(env), v.encode(env))).collect::<Vec<_>>())
+        .unwrap_or_else(|_| atoms::ok().encode(env));
+    map.map_put(atoms::bytes().encode(env), bytes.encode(env)).unwrap_or(map)
 }

@@ -62,55 +62,43 @@ pub enum Command {
         dst: Subbuffer<[u8]>,
         bytes: u64,
     },
-    /// A replay of a captured program (capture.rs).
-    Program(Replay),
-}
-
-/// A program's commands, recorded with some of the capture's buffers replaced: (the captured
-/// buffer's handle, the buffer used instead), for the caller's inputs and the fresh outputs.
-#[derive(Clone)]
-pub struct Replay {
-    pub program: Arc<crate::capture::Program>,
-    pub substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 8]>,
 }
 
 impl Command {
     /// The handles of the buffers the command reads, and of the one it writes (every kernel
-    /// writes its last binding); None for a program.
-    pub fn accesses(&self) -> Option<(SmallVec<[u64; 4]>, u64)> {
+    /// writes its last binding).
+    pub fn accesses(&self) -> (SmallVec<[u64; 4]>, u64) {
         match self {
             Command::Dispatch(d) => {
-                let (write, reads) = d.bindings.split_last()?;
-                Some((reads.iter().map(handle).collect(), handle(write)))
+                let n = d.bindings.len();
+                (d.bindings[..n - 1].iter().map(handle).collect(), handle(&d.bindings[n - 1]))
             }
-            Command::Copy { src, dst, .. } => Some((SmallVec::from_slice(&[handle(src)]), handle(dst))),
-            Command::Program(_) => None,
+            Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), handle(dst)),
         }
     }
 
-    /// What the pending queue's bounds count for the command: commands (a program's own) and the
-    /// bytes they write (a dispatch its last binding, a copy its bytes, a program its outputs).
-    fn weight(&self) -> (usize, u64) {
+    /// What the command writes (a dispatch its last binding, a copy its bytes): what the
+    /// pending queue's byte bound counts.
+    fn written_bytes(&self) -> u64 {
         match self {
-            Command::Dispatch(d) => (1, d.bindings.last().map_or(0, |b| b.size())),
-            Command::Copy { bytes, .. } => (1, *bytes),
-            Command::Program(r) => (r.program.commands.len().max(1), r.program.output_bytes),
+            Command::Dispatch(d) => d.bindings.last().map_or(0, |b| b.size()),
+            Command::Copy { bytes, .. } => *bytes,
         }
     }
 }
 
 /// A command on its way through the queue: counted as queued from `record` until dropped, after
 /// its command buffer's fence (retire_oldest) or when an error discards it. Counting in Drop
-/// covers every path.
+/// covers every path. (A captured command, capture.rs, is not queued, hence the wrapper.)
 struct Queued {
     command: Command,
-    weight: (usize, u64),
+    bytes: u64,
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        QUEUED_COMMANDS.fetch_sub(self.weight.0, Ordering::AcqRel);
-        QUEUED_BYTES.fetch_sub(self.weight.1, Ordering::AcqRel);
+        QUEUED_COMMANDS.fetch_sub(1, Ordering::AcqRel);
+        QUEUED_BYTES.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -268,10 +256,10 @@ fn stopped() -> Error {
 /// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
 /// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
-    let weight = command.weight();
-    QUEUED_COMMANDS.fetch_add(weight.0, Ordering::AcqRel);
-    QUEUED_BYTES.fetch_add(weight.1, Ordering::AcqRel);
-    QUEUE.pending.send(Queued { command, weight }).map_err(|_| stopped())?;
+    let bytes = command.written_bytes();
+    QUEUED_COMMANDS.fetch_add(1, Ordering::AcqRel);
+    QUEUED_BYTES.fetch_add(bytes, Ordering::AcqRel);
+    QUEUE.pending.send(Queued { command, bytes }).map_err(|_| stopped())?;
     let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
     if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
         QUEUE.control.send(Control::Drain).map_err(|_| stopped())?;
@@ -418,13 +406,7 @@ impl Hazards {
 /// Records one dispatch with direct Vulkan calls (vulkano's unchecked wrappers still build and
 /// allocate per call: ~4.7 us per command on the H200 host). The pipeline layout declares set 0
 /// as push descriptors and a 128-byte push-constant range (see pipelines.rs).
-unsafe fn record_dispatch(
-    cb: vk::CommandBuffer,
-    d: &Dispatch,
-    bindings: &[&Subbuffer<[u8]>],
-    created: &ComputePipeline,
-    bound: &mut vk::Pipeline,
-) {
+unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &ComputePipeline, bound: &mut vk::Pipeline) {
     let device = &created.device();
     let fns = device.fns();
     let layout = created.layout().handle();
@@ -434,7 +416,8 @@ unsafe fn record_dispatch(
             (fns.v1_0.cmd_bind_pipeline)(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
             *bound = pipeline;
         }
-        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = bindings
+        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = d
+            .bindings
             .iter()
             .map(|b| vk::DescriptorBufferInfo {
                 buffer: b.buffer().handle(),
@@ -529,54 +512,6 @@ fn all_memory_barrier(dst_host: bool) -> DependencyInfo {
     }
 }
 
-/// The buffer a command names, or what stands for it in a program's replay.
-fn resolve<'a>(buffer: &'a Subbuffer<[u8]>, substitutes: &'a [(u64, Subbuffer<[u8]>)]) -> &'a Subbuffer<[u8]> {
-    if substitutes.is_empty() {
-        return buffer;
-    }
-    let h = handle(buffer);
-    substitutes.iter().find(|(k, _)| *k == h).map_or(buffer, |(_, s)| s)
-}
-
-/// Records one command into the open batch (a barrier first where the hazard tracking asks for
-/// one), with `substitutes` standing for the buffers they replace (a program's replay).
-unsafe fn record_command(batch: &mut OpenBatch, command: &Command, substitutes: &[(u64, Subbuffer<[u8]>)]) -> Result<()> {
-    let cb = &mut batch.cb;
-    unsafe {
-        match command {
-            Command::Copy { src, dst, bytes } => {
-                let (src, dst) = (resolve(src, substitutes), resolve(dst, substitutes));
-                if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
-                    cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                }
-                cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
-                    src.clone().slice(..*bytes),
-                    dst.clone().slice(..*bytes),
-                ));
-            }
-            Command::Dispatch(d) => {
-                let created = d.pipeline.get()?;
-                let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
-                    d.bindings.iter().map(|b| resolve(b, substitutes)).collect();
-                let n = bindings.len();
-                let reads: SmallVec<[u64; 4]> = bindings[..n - 1].iter().map(|b| handle(b)).collect();
-                if batch.hazards.needs_barrier(&reads, handle(bindings[n - 1])) {
-                    record_compute_barrier(cb.handle(), created);
-                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                }
-                record_dispatch(cb.handle(), d, &bindings, created, &mut batch.bound_pipeline);
-            }
-            Command::Program(replay) => {
-                for inner in &replay.program.commands {
-                    record_command(batch, inner, &replay.substitutes)?;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 impl Recorder {
     /// Runs `f`, turning a panic into an error; the first error is kept for the next flush.
     fn guarded(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) {
@@ -656,7 +591,31 @@ impl Recorder {
         }
         let batch = self.open.as_mut().unwrap();
         let started = Instant::now();
-        unsafe { record_command(batch, &queued.command, &[])? };
+        let cb = &mut batch.cb;
+        unsafe {
+            match &queued.command {
+                Command::Copy { src, dst, bytes } => {
+                    if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
+                        cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
+                        src.clone().slice(..*bytes),
+                        dst.clone().slice(..*bytes),
+                    ));
+                }
+                Command::Dispatch(d) => {
+                    let created = d.pipeline.get()?;
+                    let n = d.bindings.len();
+                    let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
+                    if batch.hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
+                        record_compute_barrier(cb.handle(), created);
+                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    record_dispatch(cb.handle(), d, created, &mut batch.bound_pipeline);
+                }
+            }
+        }
         batch.commands.push(queued);
         if let Some(pool) = &batch.timestamps {
             // After command i (1-based): its end, and the next one's start.
@@ -679,7 +638,7 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-            STATS.recorded.fetch_add(batch.commands.iter().map(|q| q.weight.0 as u64).sum(), Ordering::Relaxed);
+            STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
             STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest()?;
@@ -751,7 +710,6 @@ impl Recorder {
                     let name = match &command.command {
                         Command::Dispatch(d) => d.name,
                         Command::Copy { .. } => "buffer_copy",
-                        Command::Program(_) => "program",
                     };
                     let entry = times.entry(name).or_default();
                     entry.0 += 1;

@@ -1,0 +1,350 @@
+Code.require_file("../../examples/mnist_mlp.exs", __DIR__)
+
+defmodule Nx.Vulkan.CompilerTest.Fns do
+  import Nx.Defn
+
+  defn mlp_loss(w1, b1, w2, x) do
+    x |> Nx.dot(w1) |> Nx.add(b1) |> Nx.max(0) |> Nx.dot(w2) |> Nx.logsumexp(axes: [1]) |> Nx.mean()
+  end
+
+  defn mlp_grad(w1, b1, w2, x) do
+    value_and_grad({w1, b1, w2}, fn {w1, b1, w2} -> mlp_loss(w1, b1, w2, x) end)
+  end
+
+  defn counted(x) do
+    {x, _} =
+      while {x, i = 0}, i < 3 do
+        {x * 2, i + 1}
+      end
+
+    x
+  end
+
+  defn branch(x) do
+    if Nx.sum(x) > 0, do: x * 2, else: x - 1
+  end
+
+  defn hooked(x) do
+    x |> Nx.exp() |> hook(:seen) |> Nx.add(1)
+  end
+
+  defn dropout(key, x) do
+    {mask, _key} = Nx.Random.uniform(key, shape: Nx.shape(x))
+    Nx.select(mask > 0.5, x / 0.5, 0.0)
+  end
+
+  defn dynamic(x, i) do
+    x |> Nx.slice([i, 0], [2, 3]) |> then(&Nx.put_slice(x, [0, i], &1))
+  end
+
+  defn divide_ints(a, b) do
+    Nx.quotient(a, b)
+  end
+end
+
+defmodule Nx.Vulkan.CompilerTest do
+  # Not async: changes the batch cap and reads global counters.
+  use Nx.Vulkan.DeviceCase, async: false
+  alias Nx.Vulkan.CompilerTest.Fns
+
+  setup do
+    previous = Nx.Vulkan.batch_max()
+    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
+    :ok
+  end
+
+  defp bits(container) do
+    [container]
+    |> Nx.Defn.Composite.flatten_list()
+    |> Enum.map(&{&1.shape, &1.type, Nx.to_binary(&1)})
+  end
+
+  # The compiled function against the Evaluator on the same device, on each list of arguments,
+  # bit for bit; every result a device tensor.
+  defp assert_same(fun, args_list) do
+    compiled = Nx.Defn.jit(fun, compiler: Nx.Vulkan)
+
+    for args <- args_list do
+      expected = apply(Nx.Defn.jit(fun), args)
+      actual = apply(compiled, args)
+
+      for t <- Nx.Defn.Composite.flatten_list([actual]),
+          do: assert(%Nx.Vulkan.Backend{} = t.data)
+
+      assert bits(actual) == bits(expected)
+    end
+  end
+
+  defp census_delta(fun) do
+    before = Nx.Vulkan.compiler_census()
+    result = fun.()
+    now = Nx.Vulkan.compiler_census()
+
+    evaluator =
+      Map.new(now.evaluator, fn {k, v} -> {k, v - Map.get(before.evaluator, k, 0)} end)
+      |> Map.reject(fn {_, v} -> v == 0 end)
+
+    {result,
+     %{
+       programs: now.programs - before.programs,
+       replays: now.replays - before.replays,
+       evaluator: evaluator
+     }}
+  end
+
+  describe "programs" do
+    test "element-wise chains, broadcasts, reductions and casts replay bit for bit" do
+      f = fn x, y ->
+        z = x |> Nx.exp() |> Nx.add(y) |> Nx.multiply(2.5)
+
+        {Nx.sum(z, axes: [1]), Nx.as_type(z, :f16), Nx.argmax(z, axis: 0),
+         Nx.cumulative_sum(x, axis: 1)}
+      end
+
+      args =
+        for seed <- [1, 2, 3],
+            do: [random({33, 17}, :f32, 2.0, seed), random({17}, :f32, 2.0, seed + 10)]
+
+      {_, delta} = census_delta(fn -> assert_same(f, args) end)
+      assert delta.programs == 1
+      assert delta.replays == 3
+      assert delta.evaluator == %{}
+    end
+
+    test "the MLP's value and gradient, conv, sort, gather, window and layout ops" do
+      mlp =
+        for seed <- [4, 5],
+            do: [random({20, 16}, :f32, 1.0, seed), random({16}), random({16, 5}), random({8, 20})]
+
+      assert_same(&Fns.mlp_grad/4, mlp)
+
+      layout = fn x ->
+        {Nx.transpose(x), Nx.reverse(x, axes: [0]), Nx.pad(x, 0.0, [{1, 2, 0}, {0, 1, 1}]),
+         Nx.concatenate([x, Nx.negate(x)], axis: 1), Nx.sort(x, axis: 1), Nx.argsort(x, axis: 0),
+         Nx.window_max(x, {2, 2}), Nx.take(x, Nx.tensor([3, 0, 1]), axis: 0),
+         Nx.reshape(x, {4, 10}), Nx.slice(x, [1, 2], [3, 4]), Nx.clip(x, -1.0, 1.0)}
+      end
+
+      assert_same(layout, for(seed <- [6, 7], do: [random({8, 5}, :f32, 3.0, seed)]))
+
+      conv = fn x, k -> Nx.conv(x, k, padding: :same) end
+
+      assert_same(
+        conv,
+        for(
+          seed <- [8, 9],
+          do: [random({2, 3, 9, 9}, :f32, 1.0, seed), random({4, 3, 3, 3}, :f32, 1.0, seed + 1)]
+        )
+      )
+    end
+
+    test "every dtype, integer math and dynamic slices with tensor starts" do
+      for type <- [:u8, :s16, :s32, :s64, :f16, :bf16, :f64, :c64] do
+        f = fn x -> {Nx.add(x, x), Nx.multiply(x, 3), Nx.sum(x, axes: [0]), Nx.reverse(x)} end
+        args = for k <- [1, 2], do: [Nx.iota({6, 4}, type: type) |> Nx.add(k)]
+        assert_same(f, args)
+      end
+
+      assert_same(
+        &Fns.dynamic/2,
+        for(i <- [0, 1, 5], do: [Nx.iota({6, 6}, type: :f32), Nx.tensor(i)])
+      )
+    end
+
+    test "outputs that are inputs, constants or the same tensor twice" do
+      f = fn x ->
+        y = Nx.negate(x)
+        {x, Nx.tensor(3.0), y, y, Nx.reshape(x, {6})}
+      end
+
+      compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
+      x = Nx.iota({2, 3}, type: :f32)
+      {x_out, three, y1, y2, flat} = compiled.(x)
+      assert Nx.to_binary(x_out) == Nx.to_binary(x)
+      assert Nx.to_number(three) == 3.0
+      assert Nx.to_binary(y1) == Nx.to_binary(Nx.negate(x))
+      assert y1.data.ref == y2.data.ref
+      assert Nx.to_binary(flat) == Nx.to_binary(x)
+
+      # A second call's outputs are new tensors: the first call's stay as they were.
+      {_, _, y3, _, _} = compiled.(Nx.add(x, 10))
+      assert y3.data.ref != y1.data.ref
+      assert Nx.to_binary(y1) == Nx.to_binary(Nx.negate(x))
+      assert Nx.to_flat_list(y3) == Nx.to_flat_list(Nx.negate(Nx.add(x, 10)))
+    end
+
+    test "a compiled function (Nx.Defn.compile) replays, with host arguments moved to the device" do
+      template = [Nx.template({4, 3}, :f32), Nx.template({3}, :f32)]
+
+      compiled =
+        Nx.Defn.compile(fn a, b -> Nx.add(a, b) |> Nx.exp() end, template, compiler: Nx.Vulkan)
+
+      a = Nx.iota({4, 3}, type: :f32, backend: Nx.BinaryBackend)
+      b = Nx.tensor([1.0, 2.0, 3.0], backend: Nx.BinaryBackend)
+      result = compiled.(a, b)
+      assert %Nx.Vulkan.Backend{} = result.data
+
+      assert Nx.to_binary(result) ==
+               Nx.to_binary(Nx.exp(Nx.add(Nx.backend_copy(a), Nx.backend_copy(b))))
+    end
+
+    test "input-independent work (constants, iotas) runs once, not at every call" do
+      f = fn x -> Nx.add(x, Nx.iota({64}, type: :f32)) |> Nx.multiply(Nx.tensor(2.0)) end
+      x = Nx.iota({64}, type: :f32)
+      compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
+      compiled.(x)
+      Nx.Vulkan.flush()
+      # Two element-wise dispatches per call; the iota and the constant ran at capture.
+      s0 = Nx.Vulkan.stats()
+      for _ <- 1..5, do: compiled.(x)
+      Nx.Vulkan.flush()
+      s1 = Nx.Vulkan.stats()
+      assert s1.recorded - s0.recorded == 10
+      assert Nx.to_binary(compiled.(x)) == Nx.to_binary(Nx.Defn.jit(f).(x))
+    end
+
+    test "Nx.Defn.global_default_options(compiler: Nx.Vulkan) and __to_backend__" do
+      previous = Nx.Defn.default_options()
+      Nx.Defn.global_default_options(compiler: Nx.Vulkan)
+
+      try do
+        args = [random({4, 3}), random({3}), random({3, 2}), random({5, 4})]
+        {_, delta} = census_delta(fn -> apply(&Fns.mlp_loss/4, args) end)
+
+        assert delta.replays == 1
+        assert Nx.Defn.to_backend(compiler: Nx.Vulkan) == {Nx.Vulkan.Backend, []}
+      after
+        Nx.Defn.global_default_options(previous)
+      end
+    end
+  end
+
+  describe "what runs under the Evaluator" do
+    test "while, cond, hooks, random and deferred checks give the Evaluator's results, counted by reason" do
+      x = random({4, 4})
+      # A fixed trip count unrolls into the program; a predicate computed from the argument
+      # runs under the Evaluator.
+      {_, delta} = census_delta(fn -> assert_same(&Fns.counted/1, [[x], [Nx.negate(x)]]) end)
+      assert delta == %{programs: 1, replays: 2, evaluator: %{}}
+
+      {_, delta} = census_delta(fn -> assert_same(&Fns.branch/1, [[x], [Nx.subtract(x, 100)]]) end)
+      assert delta.programs == 0
+
+      assert [{"a host read of a value computed from the arguments" <> _, 2}] =
+               Map.to_list(delta.evaluator)
+
+      parent = self()
+
+      hooked =
+        Nx.Defn.jit(&Fns.hooked/1, compiler: Nx.Vulkan, hooks: %{seen: &send(parent, {:seen, &1})})
+
+      result = hooked.(x)
+      assert_receive {:seen, seen}
+      assert Nx.to_binary(seen) == Nx.to_binary(Nx.exp(x))
+      assert Nx.to_binary(result) == Nx.to_binary(Nx.add(Nx.exp(x), 1))
+
+      # Nx.Random's loops have fixed trip counts: a dropout mask compiles.
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.dropout/2, [[Nx.Random.key(1), x], [Nx.Random.key(2), x]])
+        end)
+
+      assert delta == %{programs: 1, replays: 2, evaluator: %{}}
+
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.divide_ints/2, [[Nx.tensor([7, 9]), Nx.tensor([2, 4])]])
+        end)
+
+      assert %{"a deferred check" => 1} = delta.evaluator
+      divide = Nx.Defn.jit(&Fns.divide_ints/2, compiler: Nx.Vulkan)
+
+      assert_raise ArithmeticError, fn ->
+        divide.(Nx.tensor([1, 2]), Nx.tensor([1, 0])) |> Nx.to_list()
+      end
+    end
+
+    test "a deferred check on an argument passes to the outputs computed from it" do
+      failed = Nx.quotient(Nx.tensor([4, 6]), Nx.tensor([2, 0]))
+      f = fn a, b -> {Nx.add(a, 1), Nx.multiply(b, 2)} end
+      {from_failed, clean} = Nx.Defn.jit(f, compiler: Nx.Vulkan).(failed, Nx.tensor([1, 2]))
+      assert_raise ArithmeticError, fn -> Nx.to_list(from_failed) end
+      assert Nx.to_list(clean) == [2, 4]
+    end
+
+    test "vectorized arguments" do
+      f = fn x -> Nx.sum(Nx.exp(x)) end
+      x = Nx.iota({3, 4}, type: :f32) |> Nx.vectorize(:rows)
+      expected = Nx.Defn.jit(f).(x)
+      actual = Nx.Defn.jit(f, compiler: Nx.Vulkan).(x)
+      assert actual.vectorized_axes == [rows: 3]
+      assert Nx.to_binary(Nx.devectorize(actual)) == Nx.to_binary(Nx.devectorize(expected))
+    end
+  end
+
+  describe "under load" do
+    test "the MNIST step is bit-identical to the Evaluator's at every batch cap" do
+      shape = {32, 784, 128, 10}
+      {params, x, labels} = MNISTMLP.inputs(shape, Nx.Vulkan.Backend)
+
+      runs =
+        for cap <- [0, 1, 4, 64, 256] do
+          Nx.Vulkan.set_batch_max(cap)
+          step = Nx.Defn.jit(&MNISTMLP.step/3, compiler: Nx.Vulkan)
+          sgd = Nx.Defn.jit(&MNISTMLP.sgd/3, compiler: Nx.Vulkan)
+
+          {losses, final} =
+            Enum.map_reduce(1..3, params, fn _, params ->
+              {loss, grads} = step.(params, x, labels)
+              {Nx.to_binary(loss), sgd.(params, grads, 0.1)}
+            end)
+
+          {losses, bits(final)}
+        end
+
+      assert length(Enum.uniq(runs)) == 1, "results differ across batch caps"
+
+      evaluator_step = Nx.Defn.jit(&MNISTMLP.step/3)
+      {loss, _} = evaluator_step.(params, x, labels)
+      assert hd(elem(hd(runs), 0)) == Nx.to_binary(loss)
+    end
+
+    test "concurrent callers of one compiled function each get their own results" do
+      compiled =
+        Nx.Defn.jit(fn x -> x |> Nx.multiply(3) |> Nx.add(1) |> Nx.sum() end, compiler: Nx.Vulkan)
+
+      compiled.(Nx.iota({1000}, type: :f32))
+
+      results =
+        1..8
+        |> Task.async_stream(
+          fn k ->
+            for j <- 1..20 do
+              x = Nx.iota({1000}, type: :f32) |> Nx.add(k * 100 + j)
+              {k * 100 + j, Nx.to_number(compiled.(x))}
+            end
+          end,
+          max_concurrency: 8
+        )
+        |> Enum.flat_map(fn {:ok, r} -> r end)
+
+      for {offset, got} <- results do
+        assert got ==
+                 Nx.to_number(
+                   Nx.sum(Nx.add(Nx.multiply(Nx.add(Nx.iota({1000}, type: :f32), offset), 3), 1))
+                 )
+      end
+    end
+
+    test "deallocating arguments and results leaves the program intact" do
+      compiled = Nx.Defn.jit(fn x -> Nx.exp(x) |> Nx.add(x) end, compiler: Nx.Vulkan)
+      x = Nx.iota({256}, type: :f32) |> Nx.divide(100)
+      first = compiled.(x)
+      expected = Nx.to_binary(first)
+      Nx.backend_deallocate(first)
+      for _ <- 1..3, do: compiled.(x) |> Nx.backend_deallocate()
+      assert Nx.to_binary(compiled.(x)) == expected
+      assert_raise ArgumentError, fn -> Nx.to_binary(first) end
+    end
+  end
+end
