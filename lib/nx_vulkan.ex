@@ -74,6 +74,8 @@ defmodule Nx.Vulkan do
     * `[:nx_vulkan, :compile]` - the compiler built a function's program (once per structure).
       Measurements: `trace_us`, `capture_us`, `dispatches` (0 when not captured). Metadata:
       `result` (`:program` or `:evaluator`), `reason` (why not, or `:program`).
+    * `[:nx_vulkan, :run]` - a compiled program was queued (a call that did not go to the
+      Evaluator). Measurements: `host_us` (the caller's time for the call).
     * `[:nx_vulkan, :out_of_memory]` - an allocation failed after reclaiming, just before the
       `Nx.Vulkan.Error`. Measurements: `requested_bytes`. Metadata: `nif`, `message`.
 
@@ -126,6 +128,16 @@ defmodule Nx.Vulkan do
   """
   @spec compiler_census() :: %{programs: non_neg_integer, replays: non_neg_integer, evaluator: map}
   def compiler_census, do: Nx.Vulkan.Compiler.census()
+
+  @doc """
+  The program `compiler: Nx.Vulkan` runs for `fun` on arguments like `args` (built and cached if
+  it is not yet): `%{dispatches: n, copies: n, commands: n, buffers: n, bytes: n}` (what a call
+  queues, and the buffers and bytes the program holds), or `{:evaluator, reason}` when the
+  function runs under `Nx.Defn.Evaluator` instead. `opts` are the jit options.
+  """
+  @spec program_info(function, [term], keyword) :: map | {:evaluator, String.t()}
+  def program_info(fun, args, opts \\ []) when is_function(fun) and is_list(args),
+    do: Nx.Vulkan.Compiler.info(fun, args, opts)
 
   @default_batch_max 64
   # The NIF stores the cap from an i64.

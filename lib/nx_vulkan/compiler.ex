@@ -64,9 +64,14 @@ defmodule Nx.Vulkan.Compiler do
   end
 
   @doc false
-  # The program behind a compiled function's structure (for introspection and tests):
-  # %{dispatches:, commands:, copies:, buffers:, bytes:} or {:evaluator, reason}.
-  def info(key, vars, fun, opts) do
+  # The program behind a function's structure (Nx.Vulkan.program_info/3): built if needed,
+  # through Nx.Defn's own argument handling (Info below is a compiler that answers this).
+  def info(fun, args, opts) do
+    Nx.Defn.jit_apply(fun, args, Keyword.put(opts, :compiler, __MODULE__.Info))
+  end
+
+  @doc false
+  def entry_info(key, vars, fun, opts) do
     case entry(key, vars, fun, opts) do
       %{program: {:evaluator, reason}} -> {:evaluator, reason}
       %{program: %{ref: ref}} -> Native.program_info(ref)
@@ -236,6 +241,7 @@ defmodule Nx.Vulkan.Compiler do
   end
 
   defp call(%{program: %{ref: ref, kinds: kinds, output: output}}, params) do
+    started = System.monotonic_time()
     inputs = Enum.map(params, &device_input(&1.()))
 
     fresh =
@@ -257,6 +263,7 @@ defmodule Nx.Vulkan.Compiler do
       end)
 
     Composite.flatten_list([result]) |> Enum.each(&Nx.Vulkan.Backend.account_result/1)
+    :telemetry.execute([:nx_vulkan, :run], %{host_us: us(System.monotonic_time() - started)}, %{})
     result
   end
 
@@ -266,4 +273,24 @@ defmodule Nx.Vulkan.Compiler do
       other -> Nx.backend_copy(other, Nx.Vulkan.Backend).data
     end
   end
+end
+
+defmodule Nx.Vulkan.Compiler.Info do
+  @moduledoc false
+  # A compiler whose "result" is Nx.Vulkan.Compiler's program for the structure (see info/3).
+  @behaviour Nx.Defn.Compiler
+
+  @impl true
+  def __jit__(key, vars, fun, _args_list, opts),
+    do: [Nx.Vulkan.Compiler.entry_info(key, vars, fun, opts)]
+
+  @impl true
+  def __compile__(key, vars, fun, opts),
+    do: fn _ -> [Nx.Vulkan.Compiler.entry_info(key, vars, fun, opts)] end
+
+  @impl true
+  def __partitions_options__(opts), do: [opts]
+
+  @impl true
+  def __to_backend__(_opts), do: {Nx.Vulkan.Backend, []}
 end

@@ -53,6 +53,9 @@ defmodule Nx.Vulkan.CompilerTest do
     :ok
   end
 
+  def forward(event, measurements, metadata, {parent, ref}),
+    do: send(parent, {ref, event, measurements, metadata})
+
   defp bits(container) do
     [container]
     |> Nx.Defn.Composite.flatten_list()
@@ -186,6 +189,51 @@ defmodule Nx.Vulkan.CompilerTest do
 
       assert Nx.to_binary(result) ==
                Nx.to_binary(Nx.exp(Nx.add(Nx.backend_copy(a), Nx.backend_copy(b))))
+    end
+
+    test "program_info/3 says what a call queues, or why the function is not compiled" do
+      info =
+        Nx.Vulkan.program_info(&Fns.mlp_loss/4, [
+          random({4, 3}),
+          random({3}),
+          random({3, 2}),
+          random({5, 4})
+        ])
+
+      assert %{dispatches: d, commands: c, buffers: b, bytes: bytes} = info
+      assert d > 0 and c >= d and b > 0 and bytes > 0
+
+      assert {:evaluator, "a host read" <> _} =
+               Nx.Vulkan.program_info(&Fns.branch/1, [random({4, 4})])
+    end
+
+    test "telemetry: a compile event per structure, a run event per call" do
+      parent = self()
+      ref = make_ref()
+
+      :telemetry.attach_many(
+        {__MODULE__, ref},
+        [[:nx_vulkan, :compile], [:nx_vulkan, :run]],
+        fn event, measurements, metadata, _ ->
+          send(parent, {ref, event, measurements, metadata})
+        end,
+        nil
+      )
+
+      try do
+        f = Nx.Defn.jit(fn x -> Nx.add(x, 1) |> Nx.exp() end, compiler: Nx.Vulkan)
+        f.(Nx.iota({7}, type: :f32))
+        f.(Nx.iota({7}, type: :f32))
+
+        assert_received {^ref, [:nx_vulkan, :compile], %{dispatches: 2, trace_us: _, capture_us: _},
+                         %{result: :program}}
+
+        refute_received {^ref, [:nx_vulkan, :compile], _, _}
+        assert_received {^ref, [:nx_vulkan, :run], %{host_us: _}, _}
+        assert_received {^ref, [:nx_vulkan, :run], %{host_us: _}, _}
+      after
+        :telemetry.detach({__MODULE__, ref})
+      end
     end
 
     test "input-independent work (constants, iotas) runs once, not at every call" do
