@@ -131,6 +131,18 @@ compiled = measure.(fn -> compiled_step.(params, x, labels) end)
 nxv = measure.(fn -> nxv_step.(params, x, labels) end)
 nxv_jit = measure.(fn -> nxv_jit_step.(params, x, labels) end)
 
+# The caller's time per call, nothing read back (50 calls queue ~2500 commands, within the
+# pending queue's bound): what a step costs the host beside the GPU's work.
+caller_us = fn step_fun ->
+  Nx.Vulkan.flush()
+  {us, _} = :timer.tc(fn -> for _ <- 1..50, do: step_fun.() end)
+  Nx.Vulkan.flush()
+  us / 50
+end
+
+evaluator_caller_us = caller_us.(fn -> compiled_step.(params, x, labels) end)
+nxv_caller_us = caller_us.(fn -> nxv_step.(params, x, labels) end)
+
 # Breakdown pass (not timed above): GPU time per step from timestamp queries.
 Nx.Vulkan.set_gpu_timing(true)
 Nx.Vulkan.take_kernel_times()
@@ -201,6 +213,8 @@ MNIST MLP training step (batch #{elem(shape, 0)}, 784-#{elem(shape, 2)}-10, valu
 """)
 
 IO.puts("""
+Caller's time per step, nothing read back: Evaluator (compiled once) #{Float.round(evaluator_caller_us, 1)} us, compiler: Nx.Vulkan #{Float.round(nxv_caller_us, 1)} us
+
 Breakdown of a compiled step (#{profile_steps} steps with GPU timestamps on, #{Float.round(profile_step_us, 1)} us/step):
   GPU busy (first to last command of each submission)   #{Float.round(gpu_us, 1)} us/step
   GPU thread: recording #{Float.round(compiled.record_us, 1)}, build+submit #{Float.round(compiled.submit_us, 1)}, fence wait #{Float.round(profile_wait_us, 1)} us/step
