@@ -3,7 +3,10 @@
 # (no barriers), for the kernel families the step uses. What the step's ~5 us per dispatch is
 # made of: the kernel, or the barrier and launch around it.
 #
-#   elixir bench/dispatch_latency.exs        (with the apps on ERL_LIBS; or mix run)
+#   [NXV_TIMING=per_batch] elixir bench/dispatch_latency.exs     (with the apps on ERL_LIBS; or mix run)
+#
+# A timestamp after every command (the default here) serialises the dispatches it sits between;
+# NXV_TIMING=per_batch puts them only around each submission.
 {:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
 
@@ -35,7 +38,8 @@ measure = fn body ->
   {us, s1.recorded - s0.recorded, (s1.gpu_ns - s0.gpu_ns) / 1000, s1.barriers - s0.barriers}
 end
 
-Nx.Vulkan.set_gpu_timing(true)
+timing = if System.get_env("NXV_TIMING") == "per_batch", do: :per_batch, else: true
+Nx.Vulkan.set_gpu_timing(timing)
 
 rows =
   for spec <- cases do
@@ -60,7 +64,7 @@ Nx.Vulkan.set_gpu_timing(false)
 info = Nx.Vulkan.Device.info()
 
 IO.puts("""
-# GPU time per dispatch, tiny shapes (f32 32x128), #{n} ops per run, device #{info.name}, class #{Nx.Vulkan.Device.class()}, precise_f32 #{Nx.Vulkan.stats().precise_f32}, NXV_BATCH_MAX #{Nx.Vulkan.batch_max()}, commit #{System.get_env("NXV_COMMIT", "unknown")}
+# GPU time per dispatch, tiny shapes (f32 32x128), #{n} ops per run, timestamps #{if timing == true, do: "after every command", else: "around submissions only"}, device #{info.name}, class #{Nx.Vulkan.Device.class()}, precise_f32 #{Nx.Vulkan.stats().precise_f32}, NXV_BATCH_MAX #{Nx.Vulkan.batch_max()}, commit #{System.get_env("NXV_COMMIT", "unknown")}
 | op | dispatches per op | dependent chain: GPU us per dispatch | barriers | independent: GPU us per dispatch | barriers |
 |---|---|---|---|---|---|
 #{Enum.join(rows, "\n")}

@@ -296,13 +296,21 @@ defmodule Nx.Vulkan do
   def stats, do: Native.stats()
 
   @doc """
-  Turns GPU timestamps around every submission on or off; `stats/0`'s `gpu_ns` then accumulates
-  the GPU time from each submission's first command to its last. Off by default.
+  Turns GPU timestamps on (`true`: after every command, which also gives `take_kernel_times/0`;
+  `:per_batch`: only around each submission) or off (`false`, the default). `stats/0`'s `gpu_ns`
+  then accumulates the GPU time from each submission's first command to its last. A timestamp
+  waits for the work before it, so per-command timestamps serialise independent dispatches and
+  add to the time they measure; `:per_batch` measures without that.
   """
-  def set_gpu_timing(on) when is_boolean(on), do: Native.set_gpu_timing(on)
+  def set_gpu_timing(on) when is_boolean(on), do: Native.set_gpu_timing(on, true)
+  def set_gpu_timing(:per_batch), do: Native.set_gpu_timing(true, false)
 
   def set_gpu_timing(on),
-    do: raise(ArgumentError, "set_gpu_timing/1 takes true or false, got: #{inspect(on)}")
+    do:
+      raise(
+        ArgumentError,
+        "set_gpu_timing/1 takes true, :per_batch or false, got: #{inspect(on)}"
+      )
 
   @doc """
   GPU time by kernel since the last call, while `set_gpu_timing(true)` is on: a map from kernel

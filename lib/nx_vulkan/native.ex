@@ -26,7 +26,7 @@ nifs = [
     :gemm_coop
   ],
   stats: [],
-  set_gpu_timing: [:on],
+  set_gpu_timing: [:on, :per_command],
   take_kernel_times: [],
   # ops/elementwise.rs
   unary_op: [:op, :type, :x, :n],

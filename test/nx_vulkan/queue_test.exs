@@ -140,7 +140,7 @@ defmodule Nx.Vulkan.QueueTest do
     assert Nx.Vulkan.batch_max() == 2 ** 63 - 1
     assert Nx.to_flat_list(Nx.add(dev([1.0]), 1.0)) == [2.0]
 
-    assert_raise ArgumentError, "set_gpu_timing/1 takes true or false, got: :yes", fn ->
+    assert_raise ArgumentError, "set_gpu_timing/1 takes true, :per_batch or false, got: :yes", fn ->
       Nx.Vulkan.set_gpu_timing(:yes)
     end
   end
@@ -162,6 +162,20 @@ defmodule Nx.Vulkan.QueueTest do
     assert ns > 0
     # The read's copy into a staging buffer.
     assert {1, _} = times.buffer_copy
+    assert Nx.Vulkan.take_kernel_times() == %{}
+  after
+    Nx.Vulkan.set_gpu_timing(false)
+  end
+
+  test "per-batch GPU timing measures each submission's GPU time and no kernel times" do
+    Nx.Vulkan.set_gpu_timing(:per_batch)
+    Nx.Vulkan.take_kernel_times()
+    x = Nx.iota({1000}, type: :f32, backend: Nx.Vulkan.Backend)
+    Nx.Vulkan.flush()
+    before = Nx.Vulkan.stats().gpu_ns
+    last = Enum.reduce(1..100, x, fn _, acc -> Nx.add(acc, x) end)
+    assert Nx.to_number(last[999]) == 999.0 * 101
+    assert Nx.Vulkan.stats().gpu_ns > before
     assert Nx.Vulkan.take_kernel_times() == %{}
   after
     Nx.Vulkan.set_gpu_timing(false)

@@ -188,9 +188,11 @@ fn take_kernel_times(env: Env) -> Result<Term> {
     Ok(map(env, pairs))
 }
 
-/// Turns GPU timestamps around each submission on or off (see `stats/0`'s gpu_ns).
+/// Turns GPU timestamps on or off (see `stats/0`'s gpu_ns): after every command, or only around
+/// each submission.
 #[rustler::nif]
-fn set_gpu_timing(on: bool) -> rustler::Atom {
+fn set_gpu_timing(on: bool, per_command: bool) -> rustler::Atom {
+    queue::GPU_TIMING_PER_COMMAND.store(per_command, Ordering::Relaxed);
     queue::GPU_TIMING.store(on, Ordering::Relaxed);
     rustler::types::atom::ok()
 }

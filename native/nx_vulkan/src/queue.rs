@@ -188,6 +188,10 @@ pub static FENCE_SPIN_US: AtomicU64 = AtomicU64::new(200);
 /// (STATS.gpu_ns, and per kernel in KERNEL_TIMES). Off by default: the queries cost a little per
 /// command. With it on, a command buffer holds at most TIMED_COMMANDS commands.
 pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
+/// With GPU_TIMING: a timestamp after every command (per-kernel times), or only at the start and
+/// end of each command buffer. A timestamp waits for the work before it, so per-command ones
+/// serialise the dispatches they sit between: the per-batch mode measures without that.
+pub static GPU_TIMING_PER_COMMAND: AtomicBool = AtomicBool::new(true);
 const TIMED_COMMANDS: usize = 1024;
 
 /// GPU time by kernel name while GPU_TIMING is on: (commands, ns from the end of the previous
@@ -343,6 +347,8 @@ struct OpenBatch {
     commands: Vec<Queued>,
     hazards: Hazards,
     timestamps: Option<Arc<QueryPool>>,
+    /// Whether `timestamps` has one after every command (else only at the end).
+    per_command: bool,
     recording_ns: u64,
     /// The pipeline bound last, so consecutive dispatches of one kernel bind it once.
     bound_pipeline: vk::Pipeline,
@@ -366,6 +372,7 @@ struct InFlight {
     _cb: CommandBuffer,
     commands: Vec<Queued>,
     timestamps: Option<Arc<QueryPool>>,
+    per_command: bool,
     submitted: Instant,
 }
 
@@ -580,6 +587,7 @@ impl Recorder {
             commands: Vec::with_capacity(batch_max().min(1024)),
             hazards: Hazards::default(),
             timestamps,
+            per_command: GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed),
             recording_ns: started.elapsed().as_nanos() as u64,
             bound_pipeline: vk::Pipeline::null(),
         })
@@ -617,7 +625,7 @@ impl Recorder {
             }
         }
         batch.commands.push(queued);
-        if let Some(pool) = &batch.timestamps {
+        if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
             // After command i (1-based): its end, and the next one's start.
             unsafe { batch.cb.write_timestamp_unchecked(pool, batch.commands.len() as u32, PipelineStage::BottomOfPipe) };
         }
@@ -633,6 +641,9 @@ impl Recorder {
             let c = ctx()?;
             let started = Instant::now();
             unsafe {
+                if let Some(pool) = batch.timestamps.as_ref().filter(|_| !batch.per_command) {
+                    batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
+                }
                 // Make every write visible to the host (downloads read staging buffers after the fence).
                 batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
             }
@@ -663,6 +674,7 @@ impl Recorder {
                 _cb: cb,
                 commands: batch.commands,
                 timestamps: batch.timestamps,
+                per_command: batch.per_command,
                 submitted,
             });
         }
@@ -699,13 +711,13 @@ impl Recorder {
             .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
         unsafe { done.fence.reset() }.map_err(|e| Error::vulkan("resetting a fence", e))?;
         if let Some(pool) = &done.timestamps {
-            let n = done.commands.len();
+            let n = if done.per_command { done.commands.len() } else { 1 };
             let mut ticks = vec![0u64; n + 1];
             pool.get_results(0..n as u32 + 1, &mut ticks, QueryResultFlags::WAIT)
                 .map_err(|e| Error::vulkan("reading timestamps", e))?;
             let ns = |a: u64, b: u64| (b.saturating_sub(a) as f64 * c.info.timestamp_period as f64) as u64;
             STATS.gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
-            if let Ok(mut times) = KERNEL_TIMES.lock() {
+            if let Some(mut times) = KERNEL_TIMES.lock().ok().filter(|_| done.per_command) {
                 for (i, command) in done.commands.iter().enumerate() {
                     let name = match &command.command {
                         Command::Dispatch(d) => d.name,
