@@ -214,10 +214,8 @@ defmodule Nx.Vulkan.CompilerTest do
       :telemetry.attach_many(
         {__MODULE__, ref},
         [[:nx_vulkan, :compile], [:nx_vulkan, :run]],
-        fn event, measurements, metadata, _ ->
-          send(parent, {ref, event, measurements, metadata})
-        end,
-        nil
+        &__MODULE__.forward/4,
+        {parent, ref}
       )
 
       try do

@@ -19,7 +19,7 @@
 //! Which process is capturing: op NIFs start with `scope(env)`, which looks the calling process
 //! up (only while some capture is active) and sets a thread-local for the rest of the call.
 use crate::error::{Error, Result};
-use crate::queue::{self, handle, Command};
+use crate::queue::{self, handle, Command, Replay};
 use crate::tensor::{self, BufferRef};
 use once_cell::sync::Lazy;
 use rustler::{Encoder, Env, LocalPid, ResourceArc, Term};
@@ -27,8 +27,13 @@ use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use vulkano::buffer::Subbuffer;
+use vulkano::command_buffer::CommandBuffer;
+
+/// NXV_PRERECORD=0 (read once): every replay records its commands again with the caller's
+/// buffers, never the copies around a pre-recorded program (for measuring one against the other).
+static PRERECORD_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_PRERECORD").is_ok_and(|v| v == "0"));
 
 /// Captures in progress, in any process: while zero, `scope` and the hooks cost one load.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -237,6 +242,34 @@ pub struct Program {
     fresh: Vec<(u64, u64)>,
     /// For each fresh output, the inputs it was computed from (their deferred checks pass on).
     depends: Vec<SmallVec<[u32; 4]>>,
+    /// Whether a replay runs the commands recorded once (`secondary`) on copies of the inputs,
+    /// copying the outputs out, or records them again with the caller's buffers bound: the
+    /// copies cost less than recording again once the program has more commands than twice the
+    /// buffers copied.
+    prerecorded: bool,
+    /// The placeholders and the fresh outputs' own buffers (what the copies go to and from).
+    placeholders: Vec<Subbuffer<[u8]>>,
+    output_buffers: Vec<Subbuffer<[u8]>>,
+    secondary: OnceLock<CommandBuffer>,
+}
+
+impl Program {
+    /// The program's command buffer, recorded at the first replay (by the GPU thread).
+    pub fn secondary(&self) -> Result<&CommandBuffer> {
+        if let Some(cb) = self.secondary.get() {
+            return Ok(cb);
+        }
+        let cb = queue::record_secondary(&self.commands)?;
+        Ok(self.secondary.get_or_init(|| cb))
+    }
+
+    pub fn placeholders(&self) -> &[Subbuffer<[u8]>] {
+        &self.placeholders
+    }
+
+    pub fn outputs(&self) -> &[Subbuffer<[u8]>] {
+        &self.output_buffers
+    }
 }
 
 pub struct ProgramRef(Arc<Program>);
@@ -325,12 +358,22 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         kinds.push(kind);
     }
     let depends = dependencies(&state.commands, &input_handles, &fresh);
+    let copies = inputs.len() + fresh.len();
+    let output_buffers = fresh
+        .iter()
+        .map(|&(h, _)| outputs.iter().find_map(|o| o.get().ok().filter(|b| handle(b) == h)))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let program = Program {
+        prerecorded: state.commands.len() > 2 * copies && !*PRERECORD_OFF,
         commands: std::mem::take(&mut state.commands),
         _held: state.held.drain().map(|(_, h)| h).collect(),
         inputs: input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect(),
+        placeholders: inputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
+        output_buffers,
         fresh,
         depends,
+        secondary: OnceLock::new(),
     };
     let program = ResourceArc::new(ProgramRef(Arc::new(program)));
     Ok((atoms::ok(), program, kinds).encode(env))
@@ -414,6 +457,15 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
             crate::checks::inherit(out, &from)?;
         }
     }
+    if program.prerecorded {
+        let replay = Replay {
+            program: program.clone(),
+            inputs: inputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
+            outputs: outputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
+        };
+        queue::record(Command::Program(replay))?;
+        return Ok(outputs);
+    }
     let swap = |b: &Subbuffer<[u8]>| {
         let h = handle(b);
         substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| s.clone())
@@ -426,6 +478,7 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
                 Command::Dispatch(d)
             }
             Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
+            Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
         };
         queue::record(command)?;
     }

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use once_cell::sync::OnceCell;
 use std::sync::Arc;
-use vulkano::command_buffer::allocator::StandardCommandBufferAllocator;
+use vulkano::command_buffer::allocator::{StandardCommandBufferAllocator, StandardCommandBufferAllocatorCreateInfo};
 use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
 use vulkano::device::{
     Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
@@ -282,9 +282,10 @@ impl Context {
         }
         Ok(Context {
             memory: Arc::new(crate::memory::BudgetAllocator::new(device.clone())),
+            // Secondary command buffers hold compiled programs (capture.rs), recorded once each.
             command_buffers: Arc::new(StandardCommandBufferAllocator::new(
                 device.clone(),
-                Default::default(),
+                StandardCommandBufferAllocatorCreateInfo { secondary_buffer_count: 8, ..Default::default() },
             )),
             device,
             queue,

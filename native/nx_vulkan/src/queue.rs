@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use vulkano::buffer::Subbuffer;
 use vulkano::command_buffer::{
-    CommandBuffer, CommandBufferBeginInfo, CommandBufferLevel, CommandBufferUsage, CopyBufferInfo,
-    RecordingCommandBuffer,
+    CommandBuffer, CommandBufferBeginInfo, CommandBufferInheritanceInfo, CommandBufferLevel, CommandBufferUsage,
+    CopyBufferInfo, RecordingCommandBuffer,
 };
 use vulkano::pipeline::{ComputePipeline, Pipeline};
 use vulkano::query::{QueryPool, QueryPoolCreateInfo, QueryResultFlags, QueryType};
@@ -62,11 +62,23 @@ pub enum Command {
         dst: Subbuffer<[u8]>,
         bytes: u64,
     },
+    /// A compiled program's pre-recorded commands (capture.rs) on the caller's inputs: copies of
+    /// `inputs` into the program's placeholders, the program's command buffer, copies of its
+    /// outputs into `outputs`.
+    Program(Replay),
+}
+
+#[derive(Clone)]
+pub struct Replay {
+    pub program: Arc<crate::capture::Program>,
+    pub inputs: SmallVec<[Subbuffer<[u8]>; 8]>,
+    pub outputs: SmallVec<[Subbuffer<[u8]>; 8]>,
 }
 
 impl Command {
     /// The handles of the buffers the command reads, and of the one it writes (every kernel
-    /// writes its last binding).
+    /// writes its last binding). A program is never captured (program_run refuses to run inside
+    /// a capture), so it has none here.
     pub fn accesses(&self) -> (SmallVec<[u64; 4]>, u64) {
         match self {
             Command::Dispatch(d) => {
@@ -74,6 +86,15 @@ impl Command {
                 (d.bindings[..n - 1].iter().map(handle).collect(), handle(&d.bindings[n - 1]))
             }
             Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), handle(dst)),
+            Command::Program(_) => (SmallVec::new(), 0),
+        }
+    }
+
+    /// GPU commands it stands for (`stats/0`'s `recorded`): a program's own and its copies.
+    fn recorded(&self) -> u64 {
+        match self {
+            Command::Program(r) => (r.program.commands.len() + r.inputs.len() + r.outputs.len()) as u64,
+            _ => 1,
         }
     }
 
@@ -83,6 +104,7 @@ impl Command {
         match self {
             Command::Dispatch(d) => d.bindings.last().map_or(0, |b| b.size()),
             Command::Copy { bytes, .. } => *bytes,
+            Command::Program(r) => r.outputs.iter().map(|b| b.size()).sum(),
         }
     }
 }
@@ -519,6 +541,88 @@ fn all_memory_barrier(dst_host: bool) -> DependencyInfo {
     }
 }
 
+/// Records a dispatch or a copy (a barrier first where the hazard tracking asks for one).
+unsafe fn record_into(
+    cb: &mut RecordingCommandBuffer,
+    hazards: &mut Hazards,
+    bound: &mut vk::Pipeline,
+    command: &Command,
+) -> Result<()> {
+    unsafe {
+        match command {
+            Command::Copy { src, dst, bytes } => {
+                if hazards.needs_barrier(&[handle(src)], handle(dst)) {
+                    cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                }
+                cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(src.clone().slice(..*bytes), dst.clone().slice(..*bytes)));
+            }
+            Command::Dispatch(d) => {
+                let created = d.pipeline.get()?;
+                let n = d.bindings.len();
+                let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
+                if hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
+                    record_compute_barrier(cb.handle(), created);
+                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                }
+                record_dispatch(cb.handle(), d, created, bound);
+            }
+            Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
+        }
+    }
+    Ok(())
+}
+
+/// Records `commands` once into a secondary command buffer that many submissions may execute
+/// (a compiled program's: capture.rs), with its own barriers; the GPU thread calls this at the
+/// program's first replay (it may wait there for pipelines still being built).
+pub fn record_secondary(commands: &[Command]) -> Result<CommandBuffer> {
+    let c = ctx()?;
+    let mut cb = RecordingCommandBuffer::new(
+        c.command_buffers.clone(),
+        c.queue.queue_family_index(),
+        CommandBufferLevel::Secondary,
+        CommandBufferBeginInfo {
+            usage: CommandBufferUsage::SimultaneousUse,
+            inheritance_info: Some(CommandBufferInheritanceInfo::default()),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| Error::vulkan("starting a program's command buffer", e))?;
+    let (mut hazards, mut bound) = (Hazards::default(), vk::Pipeline::null());
+    for command in commands {
+        unsafe { record_into(&mut cb, &mut hazards, &mut bound, command)? };
+    }
+    unsafe { cb.end() }.map_err(|e| Error::vulkan("ending a program's command buffer", e))
+}
+
+/// A program's replay in the open batch: the inputs copied into its placeholders, its command
+/// buffer, its outputs copied out, with a full barrier on each side of the program (which has
+/// barriers of its own inside).
+unsafe fn record_replay(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
+    let program = &replay.program;
+    let secondary = program.secondary()?;
+    let fns = ctx()?.device.fns();
+    unsafe {
+        for (src, dst) in replay.inputs.iter().zip(program.placeholders()) {
+            let copy = Command::Copy { src: src.clone(), dst: dst.clone(), bytes: dst.size().min(src.size()) };
+            record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)?;
+        }
+        batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+        (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), 1, &secondary.handle());
+        batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+        batch.hazards = Hazards::default();
+        STATS.barriers.fetch_add(2, Ordering::Relaxed);
+        // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
+        batch.bound_pipeline = vk::Pipeline::null();
+        for (src, dst) in program.outputs().iter().zip(&replay.outputs) {
+            let copy = Command::Copy { src: src.clone(), dst: dst.clone(), bytes: dst.size().min(src.size()) };
+            record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)?;
+        }
+    }
+    Ok(())
+}
+
 impl Recorder {
     /// Runs `f`, turning a panic into an error; the first error is kept for the next flush.
     fn guarded(&mut self, f: impl FnOnce(&mut Self) -> Result<()>) {
@@ -599,30 +703,9 @@ impl Recorder {
         }
         let batch = self.open.as_mut().unwrap();
         let started = Instant::now();
-        let cb = &mut batch.cb;
-        unsafe {
-            match &queued.command {
-                Command::Copy { src, dst, bytes } => {
-                    if batch.hazards.needs_barrier(&[handle(src)], handle(dst)) {
-                        cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                    }
-                    cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(
-                        src.clone().slice(..*bytes),
-                        dst.clone().slice(..*bytes),
-                    ));
-                }
-                Command::Dispatch(d) => {
-                    let created = d.pipeline.get()?;
-                    let n = d.bindings.len();
-                    let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
-                    if batch.hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
-                        record_compute_barrier(cb.handle(), created);
-                        STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                    }
-                    record_dispatch(cb.handle(), d, created, &mut batch.bound_pipeline);
-                }
-            }
+        match &queued.command {
+            Command::Program(replay) => unsafe { record_replay(batch, replay)? },
+            command => unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? },
         }
         batch.commands.push(queued);
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
@@ -649,7 +732,7 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-            STATS.recorded.fetch_add(batch.commands.len() as u64, Ordering::Relaxed);
+            STATS.recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
             STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest()?;
@@ -722,6 +805,7 @@ impl Recorder {
                     let name = match &command.command {
                         Command::Dispatch(d) => d.name,
                         Command::Copy { .. } => "buffer_copy",
+                        Command::Program(_) => "compiled_program",
                     };
                     let entry = times.entry(name).or_default();
                     entry.0 += 1;
