@@ -131,9 +131,12 @@ defmodule Nx.Vulkan do
 
   @doc """
   The program `compiler: Nx.Vulkan` runs for `fun` on arguments like `args` (built and cached if
-  it is not yet): `%{dispatches: n, copies: n, commands: n, buffers: n, bytes: n}` (what a call
-  queues, and the buffers and bytes the program holds), or `{:evaluator, reason}` when the
-  function runs under `Nx.Defn.Evaluator` instead. `opts` are the jit options.
+  it is not yet), or `{:evaluator, reason}` when the function runs under `Nx.Defn.Evaluator`
+  instead. `opts` are the jit options. The program: `commands` (`dispatches` and copies) a call
+  runs, the `barriers` between them (and `barriers_in_capture_order`, before they were ordered by
+  dependency level), whether it is `prerecorded` (run from a command buffer recorded once, with
+  `replay_copies` copies of arguments and results around it), and the `buffers` and `bytes` it
+  holds.
   """
   @spec program_info(function, [term], keyword) :: map | {:evaluator, String.t()}
   def program_info(fun, args, opts \\ []) when is_function(fun) and is_list(args),

@@ -251,6 +251,8 @@ pub struct Program {
     placeholders: Vec<Subbuffer<[u8]>>,
     output_buffers: Vec<Subbuffer<[u8]>>,
     secondary: OnceLock<CommandBuffer>,
+    /// Barriers between the commands in the program's order, and in the order captured.
+    barriers: (usize, usize),
 }
 
 impl Program {
@@ -278,7 +280,10 @@ pub struct ProgramRef(Arc<Program>);
 impl rustler::Resource for ProgramRef {}
 
 mod atoms {
-    rustler::atoms! { ok, gave_up, fresh, input, external, commands, dispatches, copies, buffers, bytes }
+    rustler::atoms! {
+        ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
+        replay_copies, buffers, bytes
+    }
 }
 
 /// What one output of a program is at a replay.
@@ -358,6 +363,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         kinds.push(kind);
     }
     let depends = dependencies(&state.commands, &input_handles, &fresh);
+    let barriers_in_capture_order = queue::barriers_needed(&state.commands);
     let commands = by_level(std::mem::take(&mut state.commands));
     let copies = inputs.len() + fresh.len();
     let output_buffers = fresh
@@ -375,7 +381,10 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         fresh,
         depends,
         secondary: OnceLock::new(),
+        barriers: (0, barriers_in_capture_order),
     };
+    let program =
+        Program { barriers: (queue::barriers_needed(&program.commands), barriers_in_capture_order), ..program };
     let program = ResourceArc::new(ProgramRef(Arc::new(program)));
     Ok((atoms::ok(), program, kinds).encode(env))
 }
@@ -517,19 +526,24 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
     Ok(outputs)
 }
 
-/// What a program holds: `%{commands:, dispatches:, copies:, buffers:, bytes:}`.
+/// What a program is: `%{commands:, dispatches:, barriers:, barriers_in_capture_order:,
+/// prerecorded:, replay_copies:, buffers:, bytes:}`.
 #[rustler::nif]
 fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
     let p = &program.0;
     let dispatches = p.commands.iter().filter(|c| matches!(c, Command::Dispatch(_))).count();
     let bytes: u64 = p._held.iter().map(|h| h.0.bytes).sum();
+    let replay_copies = if p.prerecorded { p.inputs.len() + p.fresh.len() } else { 0 };
     let pairs = [
-        (atoms::commands(), p.commands.len()),
-        (atoms::dispatches(), dispatches),
-        (atoms::copies(), p.commands.len() - dispatches),
-        (atoms::buffers(), p._held.len()),
+        (atoms::commands(), p.commands.len().encode(env)),
+        (atoms::dispatches(), dispatches.encode(env)),
+        (atoms::barriers(), p.barriers.0.encode(env)),
+        (atoms::barriers_in_capture_order(), p.barriers.1.encode(env)),
+        (atoms::prerecorded(), p.prerecorded.encode(env)),
+        (atoms::replay_copies(), replay_copies.encode(env)),
+        (atoms::buffers(), p._held.len().encode(env)),
+        (atoms::bytes(), bytes.encode(env)),
     ];
-    let map = Term::map_from_pairs(env, &pairs.iter().map(|(k, v)| (k.encode(env), v.encode(env))).collect::<Vec<_>>())
-        .unwrap_or_else(|_| atoms::ok().encode(env));
-    map.map_put(atoms::bytes().encode(env), bytes.encode(env)).unwrap_or(map)
+    let pairs: Vec<(Term, Term)> = pairs.iter().map(|(k, v)| (k.encode(env), *v)).collect();
+    Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| atoms::ok().encode(env))
 }

@@ -408,6 +408,18 @@ const EARLY_SUBMIT_MIN: usize = 16;
 /// fastest setting).
 pub static EARLY_SUBMIT: AtomicBool = AtomicBool::new(false);
 
+/// The barriers the hazard tracking puts between `commands` recorded in this order.
+pub fn barriers_needed(commands: &[Command]) -> usize {
+    let mut hazards = Hazards::default();
+    commands
+        .iter()
+        .filter(|c| {
+            let (reads, write) = c.accesses();
+            hazards.needs_barrier(&reads, write)
+        })
+        .count()
+}
+
 /// Buffers touched since the last barrier, by handle.
 #[derive(Default)]
 struct Hazards {
