@@ -154,6 +154,24 @@ defmodule Nx.Vulkan.CompilerTest do
       )
     end
 
+    test "fused element-wise chains: strided and broadcast operands, f64, results used elsewhere" do
+      f = fn x, y ->
+        a = x |> Nx.transpose() |> Nx.add(y) |> Nx.exp() |> Nx.multiply(y)
+        b = Nx.subtract(a, 1.0) |> Nx.max(Nx.transpose(x)) |> Nx.divide(3.0)
+        {a, Nx.sum(b, axes: [0]), Nx.log(Nx.abs(b))}
+      end
+
+      for type <- [:f32, :f64] do
+        args =
+          for seed <- [11, 12],
+              do: [random({6, 9}, type, 2.0, seed), random({6}, type, 1.0, seed + 1)]
+
+        assert_same(f, args)
+        assert %{fused_kernels: kernels} = Nx.Vulkan.program_info(f, hd(args))
+        assert kernels >= 1
+      end
+    end
+
     test "outputs that are inputs, constants or the same tensor twice" do
       f = fn x ->
         y = Nx.negate(x)
@@ -223,7 +241,7 @@ defmodule Nx.Vulkan.CompilerTest do
         f.(Nx.iota({7}, type: :f32))
         f.(Nx.iota({7}, type: :f32))
 
-        assert_received {^ref, [:nx_vulkan, :compile], %{dispatches: 2, trace_us: _, capture_us: _},
+        assert_received {^ref, [:nx_vulkan, :compile], %{dispatches: 1, trace_us: _, capture_us: _},
                          %{result: :program}}
 
         refute_received {^ref, [:nx_vulkan, :compile], _, _}
@@ -240,12 +258,13 @@ defmodule Nx.Vulkan.CompilerTest do
       compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
       compiled.(x)
       Nx.Vulkan.flush()
-      # Two element-wise dispatches per call; the iota and the constant ran at capture.
+      # The add and the multiply, fused into one dispatch per call; the iota and the constant ran
+      # at capture.
       s0 = Nx.Vulkan.stats()
       for _ <- 1..5, do: compiled.(x)
       Nx.Vulkan.flush()
       s1 = Nx.Vulkan.stats()
-      assert s1.recorded - s0.recorded == 10
+      assert s1.recorded - s0.recorded == 5
       assert Nx.to_binary(compiled.(x)) == Nx.to_binary(Nx.Defn.jit(f).(x))
     end
 
@@ -358,7 +377,9 @@ defmodule Nx.Vulkan.CompilerTest do
     test "a program's commands run in dependency levels: fewer barriers than in captured order" do
       {params, x, labels} = MNISTMLP.inputs({32, 784, 128, 10}, Nx.Vulkan.Backend)
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
-      assert %{dispatches: 48, prerecorded: true, replay_copies: 11} = info
+      # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy).
+      assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
+      assert kernels >= 1 and info.dispatches == 48 - ops + kernels
       assert info.barriers < info.barriers_in_capture_order
     end
 

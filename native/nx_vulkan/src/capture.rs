@@ -253,6 +253,8 @@ pub struct Program {
     secondary: OnceLock<CommandBuffer>,
     /// Barriers between the commands in the program's order, and in the order captured.
     barriers: (usize, usize),
+    /// Fused kernels, and the dispatches they replaced (fuse.rs).
+    fused: (usize, usize),
 }
 
 impl Program {
@@ -282,7 +284,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes
+        replay_copies, buffers, bytes, fused_kernels, fused_ops
     }
 }
 
@@ -335,8 +337,8 @@ fn take_capture(env: Env) -> Option<Arc<Capture>> {
 
 /// Ends the calling process's capture: `{:ok, program, output_kinds}` for `inputs` (the
 /// placeholders, in argument order) and `outputs` (the tensors the function returned), or
-/// `{:gave_up, reason}`.
-#[rustler::nif]
+/// `{:gave_up, reason}`. A dirty NIF: fusing compiles kernels (fuse.rs).
+#[rustler::nif(schedule = "DirtyCpu")]
 fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>) -> Result<Term<'a>> {
     let capture =
         take_capture(env).ok_or_else(|| crate::error::arg_error!("this process is not recording a program"))?;
@@ -362,9 +364,11 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         };
         kinds.push(kind);
     }
-    let depends = dependencies(&state.commands, &input_handles, &fresh);
-    let barriers_in_capture_order = queue::barriers_needed(&state.commands);
-    let commands = by_level(std::mem::take(&mut state.commands));
+    let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
+    let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(std::mem::take(&mut state.commands), &escapes);
+    let barriers_in_capture_order = queue::barriers_needed(&fused_list);
+    let commands = by_level(fused_list);
+    let depends = dependencies(&commands, &input_handles, &fresh);
     let copies = inputs.len() + fresh.len();
     let output_buffers = fresh
         .iter()
@@ -382,6 +386,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         depends,
         secondary: OnceLock::new(),
         barriers: (0, barriers_in_capture_order),
+        fused: (fused_kernels, fused_ops),
     };
     let program =
         Program { barriers: (queue::barriers_needed(&program.commands), barriers_in_capture_order), ..program };
@@ -540,6 +545,8 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::barriers(), p.barriers.0.encode(env)),
         (atoms::barriers_in_capture_order(), p.barriers.1.encode(env)),
         (atoms::prerecorded(), p.prerecorded.encode(env)),
+        (atoms::fused_kernels(), p.fused.0.encode(env)),
+        (atoms::fused_ops(), p.fused.1.encode(env)),
         (atoms::replay_copies(), replay_copies.encode(env)),
         (atoms::buffers(), p._held.len().encode(env)),
         (atoms::bytes(), bytes.encode(env)),

@@ -7,6 +7,7 @@ mod device;
 mod dtype;
 mod error;
 mod events;
+mod fuse;
 mod memory;
 mod ops;
 mod pipeline_disk_cache;

@@ -60,6 +60,11 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// Specialization constant 0 (the op code of an op family's kernel).
+    pub fn op(&self) -> u32 {
+        self.op
+    }
+
     /// The created pipeline; creates it now if nobody has started to (blocks while another thread
     /// creates it). Called on the GPU thread and the builder threads only.
     pub fn get(&self) -> Result<&Arc<ComputePipeline>> {
@@ -146,6 +151,20 @@ pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
     // A builder starts on it now, so it is usually ready by the time the GPU thread records it.
     let _ = BUILDERS.send(slot.clone());
     Ok(slot)
+}
+
+/// The pipeline of a shader compiled at run time (the compiler's fused kernels, fuse.rs), created
+/// by the builder threads (or at first use) as every other one.
+pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>) -> Arc<Pipeline> {
+    fn compiled_at_run_time(_: Arc<Device>) -> std::result::Result<Arc<ShaderModule>, Validated<VulkanError>> {
+        Err(Validated::Error(VulkanError::InitializationFailed))
+    }
+    let per_invocation =
+        if module.specialization_constants().contains_key(&2) { crate::policy::elements_per_invocation() } else { 1 };
+    let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false };
+    let slot = Arc::new(Pipeline { kernel, op: 0, module, per_invocation, created: OnceCell::new() });
+    let _ = BUILDERS.send(slot.clone());
+    slot
 }
 
 /// A shader-module error with vulkano's problem text (its Display says only "a validation error

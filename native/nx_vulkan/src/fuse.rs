@@ -1,0 +1,330 @@
+//! Fusion of a compiled program's element-wise chains (capture.rs calls `fuse` once per program).
+//!
+//! A run of consecutive unary/binary dispatches of one kernel variant (f32, f32 computed in f64,
+//! f64) over the same element count, where each reads the previous ones' results at its own
+//! element index, becomes one generated kernel: each op calls the same GLSL function its own
+//! kernel calls (unary_ops.glsl, binary_ops.glsl), rounds to the storage type as that kernel's
+//! store would, and hands the value to the next op in a register. So results are bit for bit
+//! those of the unfused commands; what goes away is a dispatch, a barrier and a round trip
+//! through memory per op. A result some other command (or the program's caller) reads ends a
+//! run, since a kernel writes one buffer (the hazard tracking relies on it).
+//!
+//! Kernels are generated as GLSL with the shapes, offsets and strides written in, compiled with
+//! shaderc (tens of ms, on the dirty scheduler `capture_end` runs on) and cached by source for
+//! the VM's life; their pipelines go through the same builder threads and on-disk pipeline cache.
+use crate::context::ctx;
+use crate::error::{Error, Result};
+use crate::pipelines::{self, Pipeline};
+use crate::queue::{handle, Command, Dispatch, PUSH_WORDS};
+use dashmap::DashMap;
+use once_cell::sync::Lazy;
+use smallvec::SmallVec;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+use std::sync::Arc;
+use vulkano::buffer::Subbuffer;
+use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
+
+/// NXV_FUSE=0 (read once) leaves programs unfused.
+static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
+/// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
+const MAX_INPUTS: usize = 8;
+/// The most ops in one fused kernel.
+const MAX_OPS: usize = 32;
+
+static KERNELS: Lazy<DashMap<String, Arc<Pipeline>>> = Lazy::new(DashMap::new);
+
+/// The variants fused, by their kernels' names: (family, the dtype defines of shaders.rs).
+fn variant(name: &str) -> Option<(bool, &'static str)> {
+    let defines = match name.split_once('_')?.1 {
+        "f32" => "#define T float\n#define W float\n",
+        "f32p" => "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n",
+        "f64" => "#define T double\n#define W double\n#define IS_F64 1\n#define MATH64 1\n",
+        _ => return None,
+    };
+    match name.split_once('_')?.0 {
+        "unary" => Some((false, defines)),
+        "binary" => Some((true, defines)),
+        _ => None,
+    }
+}
+
+/// How an op reads an operand: at its own element index, or through an offset and strides over
+/// the op's dims (broadcasts, transposed views).
+#[derive(Clone, PartialEq)]
+enum Access {
+    Linear,
+    Strided { offset: i64, dims: SmallVec<[u64; 6]>, strides: SmallVec<[i64; 6]> },
+}
+
+/// One element-wise dispatch, read back from its push constants (binary.comp's and unary.comp's
+/// headers give the layout).
+struct Elementwise {
+    binary: bool,
+    op: u32,
+    n: u64,
+    defines: &'static str,
+    /// Operands: (buffer, access).
+    operands: SmallVec<[(Subbuffer<[u8]>, Access); 2]>,
+    out: Subbuffer<[u8]>,
+}
+
+fn parse(command: &Command) -> Option<Elementwise> {
+    let Command::Dispatch(d) = command else { return None };
+    let (binary, defines) = variant(d.name)?;
+    let pc = &d.push;
+    let n = pc[0] as u64;
+    let out = d.bindings.last()?.clone();
+    let operands = if binary {
+        if d.bindings.len() != 3 {
+            return None;
+        }
+        let access = |offset_at: usize, strides_at: usize| {
+            if pc[22] == 1 {
+                // The vector path: rank 1, offset 0, stride 1 (linear) or 0 (element 0).
+                return if pc[strides_at] == 1 { Access::Linear } else { strided(0, &[n], &[0]) };
+            }
+            let rank = pc[1] as usize;
+            if rank > 6 {
+                return strided(0, &[], &[]);
+            }
+            let dims: SmallVec<[u64; 6]> = pc[4..4 + rank].iter().map(|&v| v as u64).collect();
+            let strides: SmallVec<[i64; 6]> =
+                pc[strides_at..strides_at + rank].iter().map(|&v| v as i32 as i64).collect();
+            strided(pc[offset_at] as i32 as i64, &dims, &strides)
+        };
+        SmallVec::from_vec(vec![(d.bindings[0].clone(), access(2, 10)), (d.bindings[1].clone(), access(3, 16))])
+    } else {
+        if d.bindings.len() != 2 {
+            return None;
+        }
+        SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Linear)])
+    };
+    Some(Elementwise { binary, op: d.pipeline.op(), n, defines, operands, out })
+}
+
+/// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
+fn strided(offset: i64, dims: &[u64], strides: &[i64]) -> Access {
+    let mut expected = 1i64;
+    let mut contiguous = offset == 0;
+    for (&dim, &stride) in dims.iter().zip(strides).rev() {
+        contiguous &= stride == expected || dim == 1;
+        expected *= dim as i64;
+    }
+    if contiguous {
+        Access::Linear
+    } else {
+        Access::Strided { offset, dims: dims.into(), strides: strides.into() }
+    }
+}
+
+/// Fuses the element-wise runs of `commands`; `escapes` are buffers read outside the program (its
+/// outputs), which must be written. Returns the commands and how many fused kernels replaced
+/// how many dispatches. A run that fails to compile stays unfused.
+pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, usize, usize) {
+    if *FUSE_OFF {
+        return (commands, 0, 0);
+    }
+    // How many commands read each buffer: an intermediate only its run reads need not be written.
+    let mut readers: HashMap<u64, usize> = HashMap::new();
+    for command in &commands {
+        for r in command.accesses().0 {
+            *readers.entry(r).or_default() += 1;
+        }
+    }
+    let parsed: Vec<Option<Elementwise>> = commands.iter().map(parse).collect();
+    let mut out = Vec::with_capacity(commands.len());
+    let (mut kernels, mut replaced) = (0, 0);
+    let mut i = 0;
+    while i < commands.len() {
+        let end = run_end(&parsed, i, &readers, escapes);
+        if end - i >= 2 {
+            if let Ok(command) = fused_command(&parsed[i..end]) {
+                out.push(command);
+                kernels += 1;
+                replaced += end - i;
+                i = end;
+                continue;
+            }
+        }
+        out.extend(commands[i..end.max(i + 1)].iter().cloned());
+        i = end.max(i + 1);
+    }
+    (out, kernels, replaced)
+}
+
+/// The end (exclusive) of the run that starts at `start`: later element-wise commands of the
+/// same variant and element count that read an earlier member's result at their own index, as
+/// long as every result but the last is read only by the run's own members.
+fn run_end(
+    parsed: &[Option<Elementwise>],
+    start: usize,
+    readers: &HashMap<u64, usize>,
+    escapes: &HashSet<u64>,
+) -> usize {
+    let Some(first) = &parsed[start] else { return start + 1 };
+    // Reads of each member's result by later members of the run.
+    let mut inner_reads: HashMap<u64, usize> = HashMap::new();
+    let mut members: Vec<u64> = vec![handle(&first.out)];
+    let mut externals: HashSet<u64> = first.operands.iter().map(|(b, _)| handle(b)).collect();
+    let mut end = start + 1;
+    while end < parsed.len() && end - start < MAX_OPS {
+        let Some(next) = &parsed[end] else { break };
+        if next.defines != first.defines || next.n != first.n {
+            break;
+        }
+        let mut chained = false;
+        let mut ok = true;
+        let mut new_externals = externals.clone();
+        for (b, access) in &next.operands {
+            let h = handle(b);
+            if members.contains(&h) {
+                chained = true;
+                ok &= *access == Access::Linear;
+            } else {
+                new_externals.insert(h);
+            }
+        }
+        if !chained || !ok || new_externals.len() > MAX_INPUTS {
+            break;
+        }
+        for (b, _) in &next.operands {
+            let h = handle(b);
+            if members.contains(&h) {
+                *inner_reads.entry(h).or_default() += 1;
+            }
+        }
+        externals = new_externals;
+        members.push(handle(&next.out));
+        end += 1;
+    }
+    // Cut the run after the first member whose result is read outside it (or by the caller).
+    for (k, h) in members.iter().enumerate() {
+        let outside =
+            readers.get(h).copied().unwrap_or(0) > inner_reads.get(h).copied().unwrap_or(0) || escapes.contains(h);
+        if outside && k + 1 < members.len() {
+            return start + k + 1;
+        }
+    }
+    end
+}
+
+/// One dispatch of the generated kernel for `run`.
+fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
+    let run: Vec<&Elementwise> = run.iter().map(|e| e.as_ref().expect("a run holds element-wise commands")).collect();
+    let last = run.last().expect("a run is not empty");
+    let mut inputs: Vec<Subbuffer<[u8]>> = Vec::new();
+    let mut results: HashMap<u64, usize> = HashMap::new();
+    let mut body = String::new();
+    for (k, e) in run.iter().enumerate() {
+        let mut args: SmallVec<[String; 2]> = SmallVec::new();
+        for (b, access) in &e.operands {
+            let h = handle(b);
+            if let Some(&j) = results.get(&h) {
+                args.push(format!("W(t{j})"));
+                continue;
+            }
+            let at = inputs.iter().position(|x| handle(x) == h).unwrap_or_else(|| {
+                inputs.push(b.clone());
+                inputs.len() - 1
+            });
+            args.push(format!("W(in{at}[{}])", index(access)));
+        }
+        let call = if e.binary {
+            format!("binary_apply({}u, {}, {})", e.op, args[0], args[1])
+        } else {
+            format!("unary_apply({}u, {})", e.op, args[0])
+        };
+        let _ = writeln!(body, "    T t{k} = result({call});");
+        results.insert(handle(&e.out), k);
+    }
+    let _ = writeln!(body, "    o[i] = t{};", run.len() - 1);
+    let mut source = String::from("#version 450\n");
+    source.push_str(last.defines);
+    source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
+    source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n");
+    source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
+    for k in 0..inputs.len() {
+        let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ T in{k}[]; }};");
+    }
+    let _ = writeln!(source, "layout(set = 0, binding = {}) writeonly buffer O {{ T o[]; }};", inputs.len());
+    source.push_str(
+        "T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n",
+    );
+    source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
+    source.push_str(&body);
+    source.push_str("  }\n}\n");
+    let pipeline = kernel(&source)?;
+    let per = pipeline.per_invocation as u64;
+    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().collect();
+    bindings.push(last.out.clone());
+    let mut push = [0; PUSH_WORDS];
+    push[0] = last.n as u32;
+    Ok(Command::Dispatch(Dispatch {
+        name: "fused_elementwise",
+        pipeline,
+        bindings,
+        push,
+        groups: crate::ops::grid(last.n.div_ceil(crate::ops::WORKGROUP * per)),
+    }))
+}
+
+/// The element an operand is read at, for output element `i`, as GLSL.
+fn index(access: &Access) -> String {
+    match access {
+        Access::Linear => "i".into(),
+        Access::Strided { offset, dims, strides } => {
+            // Row-major digits of i over dims, last dim first (as binary.comp decodes them).
+            let mut terms = vec![offset.to_string()];
+            let mut divisor = 1u64;
+            for (&dim, &stride) in dims.iter().zip(strides).rev() {
+                if stride != 0 && dim != 1 {
+                    terms.push(format!("int((i / {divisor}u) % {dim}u) * ({stride})"));
+                }
+                divisor *= dim;
+            }
+            format!("uint({})", terms.join(" + "))
+        }
+    }
+}
+
+/// The pipeline of a generated kernel, compiled once per source.
+fn kernel(source: &str) -> Result<Arc<Pipeline>> {
+    if let Some(p) = KERNELS.get(source) {
+        return Ok(p.clone());
+    }
+    let words = compile(source)?;
+    let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }
+        .map_err(|e| Error::vulkan("loading a fused kernel", e))?;
+    let pipeline = pipelines::runtime_pipeline("fused_elementwise", module);
+    KERNELS.insert(source.to_string(), pipeline.clone());
+    Ok(pipeline)
+}
+
+/// The shaders a generated kernel includes, as the build compiled them.
+fn include(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "common.glsl" => include_str!("../shaders/common.glsl"),
+        "math64.glsl" => include_str!("../shaders/math64.glsl"),
+        "unary_ops.glsl" => include_str!("../shaders/unary_ops.glsl"),
+        "binary_ops.glsl" => include_str!("../shaders/binary_ops.glsl"),
+        _ => return None,
+    })
+}
+
+fn compile(source: &str) -> Result<Vec<u32>> {
+    let compiler = shaderc::Compiler::new().ok_or_else(|| Error::Vulkan("shaderc is unavailable".into()))?;
+    let mut options = shaderc::CompileOptions::new().ok_or_else(|| Error::Vulkan("shaderc options".into()))?;
+    // As vulkano-shaders builds the crate's own kernels (shaders.rs).
+    options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_2 as u32);
+    options.set_target_spirv(shaderc::SpirvVersion::V1_3);
+    options.set_include_callback(|name, _, _, _| {
+        include(name)
+            .map(|content| shaderc::ResolvedInclude { resolved_name: name.to_string(), content: content.to_string() })
+            .ok_or_else(|| format!("no shader {name}"))
+    });
+    let artifact = compiler
+        .compile_into_spirv(source, shaderc::ShaderKind::Compute, "fused.comp", "main", Some(&options))
+        .map_err(|e| Error::Vulkan(format!("compiling a fused kernel: {e}")))?;
+    Ok(artifact.as_binary().to_vec())
+}
