@@ -56,6 +56,9 @@ defmodule Nx.Vulkan.CompilerTest do
   def forward(event, measurements, metadata, {parent, ref}),
     do: send(parent, {ref, event, measurements, metadata})
 
+  # Whether element-wise chains fuse here (f32 computed in f64: fuse.rs).
+  defp fuses?, do: Nx.Vulkan.stats().precise_f32
+
   defp bits(container) do
     [container]
     |> Nx.Defn.Composite.flatten_list()
@@ -161,6 +164,7 @@ defmodule Nx.Vulkan.CompilerTest do
         {a, Nx.sum(b, axes: [0]), Nx.log(Nx.abs(b))}
       end
 
+      # f32 fuses where it computes in f64 (lavapipe, the H200); f64 chains stay unfused.
       for type <- [:f32, :f64] do
         args =
           for seed <- [11, 12],
@@ -168,7 +172,7 @@ defmodule Nx.Vulkan.CompilerTest do
 
         assert_same(f, args)
         assert %{fused_kernels: kernels} = Nx.Vulkan.program_info(f, hd(args))
-        assert kernels >= 1
+        assert kernels >= 1 == (type == :f32 and fuses?())
       end
     end
 
@@ -206,7 +210,14 @@ defmodule Nx.Vulkan.CompilerTest do
       assert %Nx.Vulkan.Backend{} = result.data
 
       assert Nx.to_binary(result) ==
-               Nx.to_binary(Nx.exp(Nx.add(Nx.backend_copy(a), Nx.backend_copy(b))))
+               Nx.to_binary(
+                 Nx.exp(
+                   Nx.add(
+                     Nx.backend_copy(a, Nx.Vulkan.Backend),
+                     Nx.backend_copy(b, Nx.Vulkan.Backend)
+                   )
+                 )
+               )
     end
 
     test "program_info/3 says what a call queues, or why the function is not compiled" do
@@ -241,8 +252,10 @@ defmodule Nx.Vulkan.CompilerTest do
         f.(Nx.iota({7}, type: :f32))
         f.(Nx.iota({7}, type: :f32))
 
-        assert_received {^ref, [:nx_vulkan, :compile], %{dispatches: 1, trace_us: _, capture_us: _},
+        assert_received {^ref, [:nx_vulkan, :compile], %{dispatches: d, trace_us: _, capture_us: _},
                          %{result: :program}}
+
+        assert d == if(fuses?(), do: 1, else: 2)
 
         refute_received {^ref, [:nx_vulkan, :compile], _, _}
         assert_received {^ref, [:nx_vulkan, :run], %{host_us: _}, _}
@@ -258,13 +271,13 @@ defmodule Nx.Vulkan.CompilerTest do
       compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
       compiled.(x)
       Nx.Vulkan.flush()
-      # The add and the multiply, fused into one dispatch per call; the iota and the constant ran
-      # at capture.
+      # The add and the multiply (fused into one dispatch where f32 computes in f64); the iota and
+      # the constant ran at capture.
       s0 = Nx.Vulkan.stats()
       for _ <- 1..5, do: compiled.(x)
       Nx.Vulkan.flush()
       s1 = Nx.Vulkan.stats()
-      assert s1.recorded - s0.recorded == 5
+      assert s1.recorded - s0.recorded == if(fuses?(), do: 5, else: 10)
       assert Nx.to_binary(compiled.(x)) == Nx.to_binary(Nx.Defn.jit(f).(x))
     end
 
@@ -379,7 +392,7 @@ defmodule Nx.Vulkan.CompilerTest do
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
       # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy).
       assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
-      assert kernels >= 1 and info.dispatches == 48 - ops + kernels
+      assert kernels >= 1 == fuses?() and info.dispatches == 48 - ops + kernels
       assert info.barriers < info.barriers_in_capture_order
     end
 

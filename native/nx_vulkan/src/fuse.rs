@@ -1,7 +1,7 @@
 //! Fusion of a compiled program's element-wise chains (capture.rs calls `fuse` once per program).
 //!
-//! A run of consecutive unary/binary dispatches of one kernel variant (f32, f32 computed in f64,
-//! f64) over the same element count, where each reads the previous ones' results at its own
+//! A run of consecutive unary/binary dispatches of f32 computed in f64 (`variant` says why only
+//! those) over the same element count, where each reads the previous ones' results at its own
 //! element index, becomes one generated kernel: each op calls the same GLSL function its own
 //! kernel calls (unary_ops.glsl, binary_ops.glsl), rounds to the storage type as that kernel's
 //! store would, and hands the value to the next op in a register. So results are bit for bit
@@ -34,12 +34,15 @@ const MAX_OPS: usize = 32;
 
 static KERNELS: Lazy<DashMap<String, Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
-/// The variants fused, by their kernels' names: (family, the dtype defines of shaders.rs).
+/// The variants fused, by their kernels' names: (binary, the dtype defines of shaders.rs). Only
+/// f32 computed in f64 (the default on lavapipe and the H200): there every op's result is
+/// rounded from f64 to f32 on its way to the next, a conversion no compiler can fold into the
+/// next op's arithmetic. Where the compute type is the storage type (f32 on f32, f64), a
+/// multiply and the add that follows could be contracted into an fma inside one kernel, which
+/// two kernels never do, and the results could change.
 fn variant(name: &str) -> Option<(bool, &'static str)> {
     let defines = match name.split_once('_')?.1 {
-        "f32" => "#define T float\n#define W float\n",
         "f32p" => "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n",
-        "f64" => "#define T double\n#define W double\n#define IS_F64 1\n#define MATH64 1\n",
         _ => return None,
     };
     match name.split_once('_')?.0 {
