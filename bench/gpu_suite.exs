@@ -11,7 +11,7 @@ Code.require_file("test/support/device_case.ex")
 files =
   case System.argv() do
     [] ->
-      ~w(differential elementwise reduce_dot layout generated_shapes mnist_step exactness edge_values large host_sync)
+      ~w(differential elementwise reduce_dot layout generated_shapes mnist_step exactness edge_values large host_sync compiler)
       |> Enum.map(&"test/nx_vulkan/#{&1}_test.exs")
 
     files ->
