@@ -251,6 +251,8 @@ pub struct Program {
     placeholders: Vec<Subbuffer<[u8]>>,
     output_buffers: Vec<Subbuffer<[u8]>>,
     secondary: OnceLock<CommandBuffer>,
+    /// Held while a replay queues its commands one by one (program_run).
+    replaying: Mutex<()>,
     /// Barriers between the commands in the program's order, and in the order captured.
     barriers: (usize, usize),
     /// Fused kernels, and the dispatches they replaced (fuse.rs).
@@ -385,6 +387,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         fresh,
         depends,
         secondary: OnceLock::new(),
+        replaying: Mutex::new(()),
         barriers: (0, barriers_in_capture_order),
         fused: (fused_kernels, fused_ops),
     };
@@ -516,8 +519,9 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
         let h = handle(b);
         substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| s.clone())
     };
+    let mut commands = Vec::with_capacity(program.commands.len());
     for command in &program.commands {
-        let command = match command {
+        commands.push(match command {
             Command::Dispatch(d) => {
                 let mut d = d.clone();
                 d.bindings.iter_mut().for_each(|b| *b = swap(b));
@@ -525,7 +529,13 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
             }
             Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
             Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
-        };
+        });
+    }
+    // Replays share the program's intermediates: one replay's commands must reach the queue
+    // together, or another process's replay could overwrite an intermediate between a write and
+    // the read that needs it (the hazard tracking orders whole replays, not interleaved ones).
+    let _replaying = program.replaying.lock().unwrap_or_else(|e| e.into_inner());
+    for command in commands {
         queue::record(command)?;
     }
     Ok(outputs)
