@@ -441,3 +441,55 @@ defmodule Nx.Vulkan.CompilerTest do
     end
   end
 end
+
+defmodule Nx.Vulkan.CompilerDiskCacheTest do
+  use ExUnit.Case, async: true
+  @moduletag :subprocess
+
+  # A child VM that compiles a function with a fusable chain and prints what it compiled.
+  @script ~S"""
+  Nx.default_backend(Nx.Vulkan.Backend)
+  f = fn x, y -> x |> Nx.exp() |> Nx.add(y) |> Nx.multiply(3.0) |> Nx.negate() end
+  x = Nx.iota({8, 8}, type: :f32) |> Nx.divide(64)
+  r = Nx.Defn.jit(f, compiler: Nx.Vulkan).(x, Nx.iota({8}, type: :f32))
+  s = Nx.Vulkan.stats()
+  info = Nx.Vulkan.program_info(f, [x, Nx.iota({8}, type: :f32)])
+  IO.puts("compiled=#{s.fused_kernels_compiled} from_disk=#{s.fused_kernels_from_disk} fused=#{info.fused_kernels} precise=#{s.precise_f32}")
+  IO.puts("sum=#{Nx.to_number(Nx.sum(r))}")
+  """
+
+  defp child(dir) do
+    {output, 0} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
+        env: [{"NXV_PIPELINE_CACHE", dir}, {"MIX_ENV", "test"}],
+        stderr_to_stdout: true
+      )
+
+    [_, compiled, from_disk, fused, precise] =
+      Regex.run(~r/compiled=(\d+) from_disk=(\d+) fused=(\d+) precise=(\w+)/, output)
+
+    [_, sum] = Regex.run(~r/sum=(\S+)/, output)
+
+    {String.to_integer(compiled), String.to_integer(from_disk), String.to_integer(fused), precise,
+     sum}
+  end
+
+  setup do
+    dir =
+      Path.join(System.tmp_dir!(), "nx_vulkan_fused_cache_#{System.unique_integer([:positive])}")
+
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{dir: dir}
+  end
+
+  test "a second start with a warm disk cache compiles no fused kernel", %{dir: dir} do
+    {compiled, 0, fused, precise, sum} = child(dir)
+
+    if precise == "true" do
+      assert fused >= 1 and compiled == fused
+      assert [_ | _] = Path.wildcard(Path.join(dir, "fused-*.spv"))
+      # The second start reads the SPIR-V back and computes the same result.
+      assert {0, ^fused, ^fused, _, ^sum} = child(dir)
+    end
+  end
+end

@@ -243,6 +243,8 @@ fn stats(env: Env) -> Term {
             ("gpu_timing", queue::GPU_TIMING.load(Ordering::Relaxed).encode(env)),
             ("pipelines_created", created.encode(env)),
             ("pipeline_hits", hits.encode(env)),
+            ("fused_kernels_compiled", crate::fuse::COMPILED.load(Ordering::Relaxed).encode(env)),
+            ("fused_kernels_from_disk", crate::fuse::FROM_DISK.load(Ordering::Relaxed).encode(env)),
             ("pipelines_cached", cached.encode(env)),
             ("pipeline_create_us", create_us.encode(env)),
             ("pipeline_disk_cache", disk_cache_term(env, disk_cache_path, disk_cache)),

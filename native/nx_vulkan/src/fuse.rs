@@ -10,10 +10,12 @@
 //! run, since a kernel writes one buffer (the hazard tracking relies on it).
 //!
 //! Kernels are generated as GLSL with the shapes, offsets and strides written in, compiled with
-//! shaderc (tens of ms, on the dirty scheduler `capture_end` runs on) and cached by source for
-//! the VM's life; their pipelines go through the same builder threads and on-disk pipeline cache.
+//! shaderc (tens of ms, on the dirty scheduler `capture_end` runs on), cached by source for the
+//! VM's life and as SPIR-V in the pipeline cache's directory for the next start; their
+//! pipelines go through the same builder threads and on-disk pipeline cache.
 use crate::context::ctx;
 use crate::error::{Error, Result};
+use crate::pipeline_disk_cache;
 use crate::pipelines::{self, Pipeline};
 use crate::queue::{handle, Command, Dispatch, PUSH_WORDS};
 use dashmap::DashMap;
@@ -21,6 +23,7 @@ use once_cell::sync::Lazy;
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use vulkano::buffer::Subbuffer;
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
@@ -296,7 +299,7 @@ fn kernel(source: &str) -> Result<Arc<Pipeline>> {
     if let Some(p) = KERNELS.get(source) {
         return Ok(p.clone());
     }
-    let words = compile(source)?;
+    let words = spirv(source)?;
     let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }
         .map_err(|e| Error::vulkan("loading a fused kernel", e))?;
     let pipeline = pipelines::runtime_pipeline("fused_elementwise", module);
@@ -313,6 +316,45 @@ fn include(name: &str) -> Option<&'static str> {
         "binary_ops.glsl" => include_str!("../shaders/binary_ops.glsl"),
         _ => return None,
     })
+}
+
+/// Fused kernels compiled with shaderc, and read back from the disk cache, since start.
+pub static COMPILED: AtomicU64 = AtomicU64::new(0);
+pub static FROM_DISK: AtomicU64 = AtomicU64::new(0);
+
+/// The SPIR-V of a generated kernel: from the pipeline cache's directory when an earlier start
+/// compiled the same source (kept beside it and compared, so a hash collision cannot mix them
+/// up), else compiled now and written there.
+fn spirv(source: &str) -> Result<Vec<u32>> {
+    let files = pipeline_disk_cache::directory().map(|dir| {
+        let name = format!("fused-{:016x}", pipeline_disk_cache::hash(source.as_bytes()));
+        (dir.join(format!("{name}.comp")), dir.join(format!("{name}.spv")))
+    });
+    if let Some((comp, spv)) = &files {
+        let same = std::fs::read_to_string(comp).is_ok_and(|s| s == source);
+        if let Some(words) = same.then(|| std::fs::read(spv).ok()).flatten().and_then(|b| words(&b)) {
+            FROM_DISK.fetch_add(1, Ordering::Relaxed);
+            return Ok(words);
+        }
+    }
+    let words = compile(source)?;
+    COMPILED.fetch_add(1, Ordering::Relaxed);
+    if let Some((comp, spv)) = &files {
+        // Best effort: a cache that cannot be written only means compiling again next start.
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let _ = comp.parent().map(std::fs::create_dir_all);
+        let _ = std::fs::write(spv, bytes).and_then(|_| std::fs::write(comp, source));
+    }
+    Ok(words)
+}
+
+/// SPIR-V words from a file's bytes (whole words, the magic number first), or None.
+fn words(bytes: &[u8]) -> Option<Vec<u32>> {
+    if bytes.len() < 20 || bytes.len() % 4 != 0 {
+        return None;
+    }
+    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    (words[0] == 0x0723_0203).then_some(words)
 }
 
 fn compile(source: &str) -> Result<Vec<u32>> {

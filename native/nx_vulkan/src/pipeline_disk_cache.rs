@@ -55,7 +55,8 @@ pub fn mark_dirty() {
     DIRTY.store(true, Ordering::Release);
 }
 
-fn directory() -> Option<PathBuf> {
+/// The cache directory (also where fuse.rs keeps the SPIR-V of fused kernels).
+pub fn directory() -> Option<PathBuf> {
     match std::env::var("NXV_PIPELINE_CACHE") {
         Ok(dir) if dir.trim() == "off" => None,
         Ok(dir) if !dir.trim().is_empty() => Some(PathBuf::from(dir.trim())),
@@ -67,7 +68,7 @@ fn directory() -> Option<PathBuf> {
     }
 }
 
-fn hash(data: &[u8]) -> u64 {
+pub fn hash(data: &[u8]) -> u64 {
     // SipHash with fixed keys: a file written by another build may hash differently, and is then
     // ignored like any other mismatch.
     let mut h = std::hash::DefaultHasher::new();
