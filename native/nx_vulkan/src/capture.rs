@@ -145,8 +145,10 @@ impl Capture {
             state.gave_up = Some("an op reads a tensor that carries a deferred check".into());
             return Ok(());
         }
-        let (reads, written) = command.accesses();
-        if !state.allocated.contains(&written) {
+        // An op's command writes one buffer (only fused kernels, made after capture, write more).
+        let (reads, writes) = command.accesses();
+        let written = writes[0];
+        if writes.len() != 1 || !state.allocated.contains(&written) {
             state.gave_up = Some("an op writes a tensor made outside the function".into());
             return Ok(());
         }
@@ -286,7 +288,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes, fused_kernels, fused_ops
+        replay_copies, buffers, bytes, fused_kernels, fused_ops, kernels
     }
 }
 
@@ -416,19 +418,21 @@ fn by_level(commands: Vec<Command>) -> Vec<Command> {
     let mut read_at: HashMap<u64, usize> = HashMap::new();
     let mut levels = Vec::with_capacity(commands.len());
     for command in &commands {
-        let (reads, write) = command.accesses();
+        let (reads, writes) = command.accesses();
         let after = |at: Option<&usize>| at.map_or(0, |l| l + 1);
         let level = reads
             .iter()
             .map(|r| after(written_at.get(r)))
-            .chain([after(written_at.get(&write)), after(read_at.get(&write))])
+            .chain(writes.iter().flat_map(|w| [after(written_at.get(w)), after(read_at.get(w))]))
             .max()
             .unwrap_or(0);
         for r in reads {
             let at = read_at.entry(r).or_insert(level);
             *at = (*at).max(level);
         }
-        written_at.insert(write, level);
+        for w in writes {
+            written_at.insert(w, level);
+        }
         levels.push(level);
     }
     let mut ordered: Vec<(usize, Command)> = levels.into_iter().zip(commands).collect();
@@ -437,7 +441,7 @@ fn by_level(commands: Vec<Command>) -> Vec<Command> {
 }
 
 /// For each fresh output, the inputs whose values flow into it, following the commands in order
-/// (each writes its last binding, or a copy's destination, from what it reads).
+/// (each writes its last bindings, or a copy's destination, from what it reads).
 fn dependencies(commands: &[Command], inputs: &[u64], fresh: &[(u64, u64)]) -> Vec<SmallVec<[u32; 4]>> {
     let words = inputs.len().div_ceil(64).max(1);
     let mut flows: HashMap<u64, Vec<u64>> = HashMap::new();
@@ -447,14 +451,18 @@ fn dependencies(commands: &[Command], inputs: &[u64], fresh: &[(u64, u64)]) -> V
         flows.insert(h, bits);
     }
     for command in commands {
-        let (reads, write) = command.accesses();
-        let mut bits = flows.get(&write).cloned().unwrap_or_else(|| vec![0; words]);
+        let (reads, writes) = command.accesses();
+        let mut from_reads = vec![0u64; words];
         for r in reads {
             if let Some(from) = flows.get(&r) {
-                bits.iter_mut().zip(from).for_each(|(b, f)| *b |= f);
+                from_reads.iter_mut().zip(from).for_each(|(b, f)| *b |= f);
             }
         }
-        flows.insert(write, bits);
+        for w in writes {
+            let mut bits = flows.get(&w).cloned().unwrap_or_else(|| vec![0; words]);
+            bits.iter_mut().zip(&from_reads).for_each(|(b, f)| *b |= f);
+            flows.insert(w, bits);
+        }
     }
     fresh
         .iter()
@@ -561,6 +569,15 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::buffers(), p._held.len().encode(env)),
         (atoms::bytes(), bytes.encode(env)),
     ];
-    let pairs: Vec<(Term, Term)> = pairs.iter().map(|(k, v)| (k.encode(env), *v)).collect();
+    let kernels: Vec<&str> = p
+        .commands
+        .iter()
+        .map(|c| match c {
+            Command::Dispatch(d) => d.name,
+            _ => "buffer_copy",
+        })
+        .collect();
+    let mut pairs: Vec<(Term, Term)> = pairs.iter().map(|(k, v)| (k.encode(env), *v)).collect();
+    pairs.push((atoms::kernels().encode(env), kernels.encode(env)));
     Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| atoms::ok().encode(env))
 }

@@ -6,8 +6,8 @@
 //! kernel calls (unary_ops.glsl, binary_ops.glsl), rounds to the storage type as that kernel's
 //! store would, and hands the value to the next op in a register. So results are bit for bit
 //! those of the unfused commands; what goes away is a dispatch, a barrier and a round trip
-//! through memory per op. A result some other command (or the program's caller) reads ends a
-//! run, since a kernel writes one buffer (the hazard tracking relies on it).
+//! through memory per op. Results other commands (or the program's caller) read are written too
+//! (up to MAX_OUTPUTS per kernel); the others stay in registers.
 //!
 //! Kernels are generated as GLSL with the shapes, offsets and strides written in, compiled with
 //! shaderc (tens of ms, on the dirty scheduler `capture_end` runs on), cached by source for the
@@ -32,8 +32,9 @@ use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
-/// The most ops in one fused kernel.
+/// The most ops in one fused kernel, and the most results it writes.
 const MAX_OPS: usize = 32;
+const MAX_OUTPUTS: usize = 4;
 
 static KERNELS: Lazy<DashMap<String, Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
@@ -145,7 +146,7 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
     while i < commands.len() {
         let end = run_end(&parsed, i, &readers, escapes);
         if end - i >= 2 {
-            if let Ok(command) = fused_command(&parsed[i..end]) {
+            if let Ok(command) = fused_command(&parsed[i..end], &readers, &escapes) {
                 out.push(command);
                 kernels += 1;
                 replaced += end - i;
@@ -160,8 +161,8 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
 }
 
 /// The end (exclusive) of the run that starts at `start`: later element-wise commands of the
-/// same variant and element count that read an earlier member's result at their own index, as
-/// long as every result but the last is read only by the run's own members.
+/// same variant and element count that read an earlier member's result at their own index, while
+/// the run reads at most MAX_INPUTS buffers and writes at most MAX_OUTPUTS.
 fn run_end(
     parsed: &[Option<Elementwise>],
     start: usize,
@@ -194,29 +195,48 @@ fn run_end(
         if !chained || !ok || new_externals.len() > MAX_INPUTS {
             break;
         }
+        let mut new_inner = inner_reads.clone();
         for (b, _) in &next.operands {
             let h = handle(b);
             if members.contains(&h) {
-                *inner_reads.entry(h).or_default() += 1;
+                *new_inner.entry(h).or_default() += 1;
             }
         }
-        externals = new_externals;
-        members.push(handle(&next.out));
-        end += 1;
-    }
-    // Cut the run after the first member whose result is read outside it (or by the caller).
-    for (k, h) in members.iter().enumerate() {
-        let outside =
-            readers.get(h).copied().unwrap_or(0) > inner_reads.get(h).copied().unwrap_or(0) || escapes.contains(h);
-        if outside && k + 1 < members.len() {
-            return start + k + 1;
+        let mut new_members = members.clone();
+        new_members.push(handle(&next.out));
+        if outputs(&new_members, &new_inner, readers, escapes).len() > MAX_OUTPUTS {
+            break;
         }
+        (externals, inner_reads, members) = (new_externals, new_inner, new_members);
+        end += 1;
     }
     end
 }
 
+/// The members (by their results' handles, in run order) whose results the kernel must write:
+/// those read outside the run or by the program's caller, and the last.
+fn outputs(
+    members: &[u64],
+    inner_reads: &HashMap<u64, usize>,
+    readers: &HashMap<u64, usize>,
+    escapes: &HashSet<u64>,
+) -> Vec<usize> {
+    (0..members.len())
+        .filter(|&k| {
+            let h = &members[k];
+            k + 1 == members.len()
+                || escapes.contains(h)
+                || readers.get(h).copied().unwrap_or(0) > inner_reads.get(h).copied().unwrap_or(0)
+        })
+        .collect()
+}
+
 /// One dispatch of the generated kernel for `run`.
-fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
+fn fused_command(
+    run: &[Option<Elementwise>],
+    readers: &HashMap<u64, usize>,
+    escapes: &HashSet<u64>,
+) -> Result<Command> {
     let run: Vec<&Elementwise> = run.iter().map(|e| e.as_ref().expect("a run holds element-wise commands")).collect();
     let last = run.last().expect("a run is not empty");
     let mut inputs: Vec<Subbuffer<[u8]>> = Vec::new();
@@ -244,7 +264,17 @@ fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
         let _ = writeln!(body, "    T t{k} = result({call});");
         results.insert(handle(&e.out), k);
     }
-    let _ = writeln!(body, "    o[i] = t{};", run.len() - 1);
+    let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
+    let mut inner_reads: HashMap<u64, usize> = HashMap::new();
+    for (b, _) in run.iter().flat_map(|e| &e.operands) {
+        if members.contains(&handle(b)) {
+            *inner_reads.entry(handle(b)).or_default() += 1;
+        }
+    }
+    let written = outputs(&members, &inner_reads, readers, escapes);
+    for (j, &k) in written.iter().enumerate() {
+        let _ = writeln!(body, "    o{j}[i] = t{k};");
+    }
     let mut source = String::from("#version 450\n");
     source.push_str(last.defines);
     source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
@@ -253,7 +283,10 @@ fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
     for k in 0..inputs.len() {
         let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ T in{k}[]; }};");
     }
-    let _ = writeln!(source, "layout(set = 0, binding = {}) writeonly buffer O {{ T o[]; }};", inputs.len());
+    for j in 0..written.len() {
+        let _ =
+            writeln!(source, "layout(set = 0, binding = {}) writeonly buffer O{j} {{ T o{j}[]; }};", inputs.len() + j);
+    }
     source.push_str(
         "T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n",
     );
@@ -263,7 +296,7 @@ fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
     let pipeline = kernel(&source)?;
     let per = pipeline.per_invocation as u64;
     let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().collect();
-    bindings.push(last.out.clone());
+    bindings.extend(written.iter().map(|&k| run[k].out.clone()));
     let mut push = [0; PUSH_WORDS];
     push[0] = last.n as u32;
     Ok(Command::Dispatch(Dispatch {
@@ -272,6 +305,7 @@ fn fused_command(run: &[Option<Elementwise>]) -> Result<Command> {
         bindings,
         push,
         groups: crate::ops::grid(last.n.div_ceil(crate::ops::WORKGROUP * per)),
+        writes: written.len(),
     }))
 }
 

@@ -40,8 +40,8 @@ use vulkano::{Handle, VulkanObject};
 
 pub const PUSH_WORDS: usize = 32;
 
-/// One compute dispatch, described, not recorded. Every kernel writes its last binding and only
-/// reads the others (the hazard tracking relies on it).
+/// One compute dispatch, described, not recorded. A kernel writes its last `writes` bindings and
+/// only reads the others (the hazard tracking relies on it).
 #[derive(Clone)]
 pub struct Dispatch {
     /// The kernel's name (shaders.rs), for the per-kernel GPU times of `kernel_times`.
@@ -52,6 +52,9 @@ pub struct Dispatch {
     pub bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
     pub push: [u32; PUSH_WORDS],
     pub groups: [u32; 3],
+    /// How many of the last bindings the kernel writes (1 for every op's kernel; a fused kernel,
+    /// fuse.rs, may write several).
+    pub writes: usize,
 }
 
 #[derive(Clone)]
@@ -79,14 +82,14 @@ impl Command {
     /// The handles of the buffers the command reads, and of the one it writes (every kernel
     /// writes its last binding). A program is never captured (program_run refuses to run inside
     /// a capture), so it has none here.
-    pub fn accesses(&self) -> (SmallVec<[u64; 4]>, u64) {
+    pub fn accesses(&self) -> (SmallVec<[u64; 4]>, SmallVec<[u64; 2]>) {
         match self {
             Command::Dispatch(d) => {
-                let n = d.bindings.len();
-                (d.bindings[..n - 1].iter().map(handle).collect(), handle(&d.bindings[n - 1]))
+                let (reads, writes) = d.bindings.split_at(d.bindings.len() - d.writes);
+                (reads.iter().map(handle).collect(), writes.iter().map(handle).collect())
             }
-            Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), handle(dst)),
-            Command::Program(_) => (SmallVec::new(), 0),
+            Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), SmallVec::from_slice(&[handle(dst)])),
+            Command::Program(_) => (SmallVec::new(), SmallVec::new()),
         }
     }
 
@@ -102,7 +105,7 @@ impl Command {
     /// pending queue's byte bound counts.
     fn written_bytes(&self) -> u64 {
         match self {
-            Command::Dispatch(d) => d.bindings.last().map_or(0, |b| b.size()),
+            Command::Dispatch(d) => d.bindings[d.bindings.len() - d.writes..].iter().map(|b| b.size()).sum(),
             Command::Copy { bytes, .. } => *bytes,
             Command::Program(r) => r.outputs.iter().map(|b| b.size()).sum(),
         }
@@ -414,8 +417,8 @@ pub fn barriers_needed(commands: &[Command]) -> usize {
     commands
         .iter()
         .filter(|c| {
-            let (reads, write) = c.accesses();
-            hazards.needs_barrier(&reads, write)
+            let (reads, writes) = c.accesses();
+            hazards.needs_barrier(&reads, &writes)
         })
         .count()
 }
@@ -430,16 +433,15 @@ struct Hazards {
 impl Hazards {
     /// Whether a command reading `reads` and writing `write` needs a barrier first; records its
     /// accesses either way (after clearing them when it does).
-    fn needs_barrier(&mut self, reads: &[u64], write: u64) -> bool {
+    fn needs_barrier(&mut self, reads: &[u64], writes: &[u64]) -> bool {
         let hazard = reads.iter().any(|r| self.written.contains(r))
-            || self.written.contains(&write)
-            || self.read.contains(&write);
+            || writes.iter().any(|w| self.written.contains(w) || self.read.contains(w));
         if hazard {
             self.written.clear();
             self.read.clear();
         }
         self.read.extend(reads.iter().copied());
-        self.written.insert(write);
+        self.written.extend(writes.iter().copied());
         hazard
     }
 }
@@ -563,7 +565,7 @@ unsafe fn record_into(
     unsafe {
         match command {
             Command::Copy { src, dst, bytes } => {
-                if hazards.needs_barrier(&[handle(src)], handle(dst)) {
+                if hazards.needs_barrier(&[handle(src)], &[handle(dst)]) {
                     cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
                     STATS.barriers.fetch_add(1, Ordering::Relaxed);
                 }
@@ -571,9 +573,8 @@ unsafe fn record_into(
             }
             Command::Dispatch(d) => {
                 let created = d.pipeline.get()?;
-                let n = d.bindings.len();
-                let reads: SmallVec<[u64; 4]> = d.bindings[..n - 1].iter().map(handle).collect();
-                if hazards.needs_barrier(&reads, handle(&d.bindings[n - 1])) {
+                let (reads, writes) = command.accesses();
+                if hazards.needs_barrier(&reads, &writes) {
                     record_compute_barrier(cb.handle(), created);
                     STATS.barriers.fetch_add(1, Ordering::Relaxed);
                 }

@@ -197,7 +197,7 @@ fn record(
         crate::checks::inherit(out, inputs)?;
     }
     let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
-    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups };
+    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes: 1 };
     crate::capture::record(Command::Dispatch(dispatch), bindings)
 }
 
