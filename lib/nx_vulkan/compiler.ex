@@ -46,8 +46,18 @@ defmodule Nx.Vulkan.Compiler do
 
   @impl true
   def __compile__(key, vars, fun, opts) do
-    entry = entry(key, vars, fun, opts)
-    fn args_list -> Enum.map(args_list, &call(entry, &1)) end
+    {program, evaluator} = entry(key, vars, fun, opts)
+
+    # Functions that run under the Evaluator keep its compiled function here, in the closure,
+    # not in the cache: an expression is a DAG, and ETS would copy it as a tree (an eigh's
+    # unrolls to billions of words).
+    evaluator =
+      case program do
+        {:evaluator, _} -> evaluator || Evaluator.__compile__(key, vars, fun, opts)
+        _ -> nil
+      end
+
+    fn args_list -> Enum.map(args_list, &call(program, evaluator, &1)) end
   end
 
   @doc false
@@ -73,8 +83,8 @@ defmodule Nx.Vulkan.Compiler do
   @doc false
   def entry_info(key, vars, fun, opts) do
     case entry(key, vars, fun, opts) do
-      %{program: {:evaluator, reason}} -> {:evaluator, reason}
-      %{program: %{ref: ref}} -> Native.program_info(ref)
+      {{:evaluator, reason}, _} -> {:evaluator, reason}
+      {%{ref: ref}, _} -> Native.program_info(ref)
     end
   end
 
@@ -82,18 +92,20 @@ defmodule Nx.Vulkan.Compiler do
 
   ## The cache
 
+  # {program, evaluator}: the cached program (or {:evaluator, reason}), and the Evaluator's
+  # compiled function when this call built the entry (nil when it came from the cache).
   defp entry(key, vars, fun, opts) do
     cache_key = {key, vars |> Composite.flatten_list() |> Enum.map(&Nx.to_template/1), opts}
 
     case :ets.lookup(@programs, cache_key) do
-      [{_, _stamp, entry}] ->
-        entry
+      [{_, _stamp, program}] ->
+        {program, nil}
 
       [] ->
-        entry = build(key, vars, fun, opts)
+        {program, evaluator} = build(key, vars, fun, opts)
         evict()
-        :ets.insert(@programs, {cache_key, System.unique_integer([:monotonic]), entry})
-        entry
+        :ets.insert(@programs, {cache_key, System.unique_integer([:monotonic]), program})
+        {program, evaluator}
     end
   end
 
@@ -142,7 +154,7 @@ defmodule Nx.Vulkan.Compiler do
       %{result: if(kind == :program, do: :program, else: :evaluator), reason: kind}
     )
 
-    %{evaluator: evaluator, program: program}
+    {program, evaluator}
   end
 
   defp us(native), do: System.convert_time_unit(native, :native, :microsecond)
@@ -234,13 +246,13 @@ defmodule Nx.Vulkan.Compiler do
 
   ## Calling
 
-  defp call(%{program: {:evaluator, reason}, evaluator: evaluator}, params) do
+  defp call({:evaluator, reason}, evaluator, params) do
     bump({:evaluator, reason})
     [result] = evaluator.([params])
     result
   end
 
-  defp call(%{program: %{ref: ref, kinds: kinds, output: output}}, params) do
+  defp call(%{ref: ref, kinds: kinds, output: output}, nil, params) do
     started = System.monotonic_time()
     inputs = Enum.map(params, &device_input(&1.()))
 

@@ -52,7 +52,42 @@ defmodule Nx.Vulkan.DeviceCase do
     end
 
     compare(actual, expected, opts)
+    unless opts[:fallback], do: assert_compiles_alike(fun, args, actual)
     actual
+  end
+
+  # The same function through `compiler: Nx.Vulkan` gives the eager result bit for bit, where
+  # it runs under defn at all (all arguments tensors, and Nx.Defn.Evaluator traces it).
+  defp assert_compiles_alike(fun, args, actual) do
+    evaluator =
+      if Enum.all?(args, &match?(%Nx.Tensor{}, &1)) do
+        try do
+          {:ok, apply(Nx.Defn.jit(fun), args)}
+        rescue
+          _ -> :not_defn
+        end
+      else
+        :not_defn
+      end
+
+    with {:ok, evaluated} <- evaluator do
+      compiled = apply(Nx.Defn.jit(fun, compiler: Nx.Vulkan), args)
+
+      assert bits(compiled) == bits(evaluated),
+             "compiler: Nx.Vulkan differs from the Evaluator for #{inspect(fun)}"
+
+      assert bits(evaluated) == bits(actual) or not all_tensors?(actual),
+             "the Evaluator differs from eager ops for #{inspect(fun)}"
+    end
+  end
+
+  defp all_tensors?(result),
+    do: Nx.Defn.Composite.flatten_list([result]) |> Enum.all?(&match?(%Nx.Tensor{}, &1))
+
+  defp bits(result) do
+    [result]
+    |> Nx.Defn.Composite.flatten_list()
+    |> Enum.map(fn t -> {t.shape, t.type, Nx.to_binary(t)} end)
   end
 
   defp to_host(%Nx.Tensor{} = t), do: Nx.backend_copy(t, Nx.BinaryBackend)
