@@ -176,6 +176,33 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    test "fused comparisons and selects: NaNs, signed zeros, integer values selected bit for bit" do
+      # A quiet NaN with a payload, a negative NaN, -0.0, infinities.
+      specials =
+        <<0x7FC01234::32-little, 0xFFC00000::32-little, 0x80000000::32-little,
+          0x7F800000::32-little, 0xFF800000::32-little, 0x3F800000::32-little>>
+
+      x =
+        Nx.from_binary(specials, :f32)
+        |> Nx.tile([4])
+        |> Nx.add(Nx.iota({24}, type: :f32) |> Nx.subtract(12) |> Nx.multiply(0.0))
+
+      y = Nx.iota({24}, type: :f32) |> Nx.subtract(7) |> Nx.divide(3)
+      ints = Nx.iota({24}, type: :s32) |> Nx.multiply(-123_457)
+
+      f = fn x, y, ints ->
+        mask = Nx.greater(x, y)
+        picked = Nx.select(mask, Nx.multiply(x, y), Nx.negate(y)) |> Nx.add(1.0)
+
+        {picked, Nx.select(Nx.less_equal(y, 0.5), ints, Nx.negate(ints)), Nx.not_equal(x, x),
+         Nx.select(mask, x, y)}
+      end
+
+      assert_same(f, [[x, y, ints], [y, x, ints]])
+      assert %{fused_kernels: kernels} = Nx.Vulkan.program_info(f, [x, y, ints])
+      assert kernels >= 1 == fuses?()
+    end
+
     test "outputs that are inputs, constants or the same tensor twice" do
       f = fn x ->
         y = Nx.negate(x)
@@ -392,7 +419,8 @@ defmodule Nx.Vulkan.CompilerTest do
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
       # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy).
       assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
-      assert kernels >= 1 == fuses?() and info.dispatches == 48 - ops + kernels
+      assert kernels >= 1 == fuses?()
+      if fuses?(), do: assert(info.dispatches == 48 - ops + kernels)
       assert info.barriers < info.barriers_in_capture_order
     end
 

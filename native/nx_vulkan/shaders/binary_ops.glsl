@@ -101,20 +101,8 @@ float fmod32(float x, float y) {
 #endif
 
 #ifdef OUT_U8
-bool binary_apply(uint op, W x, W y) {
-  switch (op) {
-    case 0: return x == y;
-    case 1: return x != y || IS_NAN(x) || IS_NAN(y);
-    case 2: return x > y;
-    case 3: return x < y;
-    case 4: return x >= y;
-    case 5: return x <= y;
-    case 6: return (x != W(0)) && (y != W(0));          // logical_and (NaN counts as true)
-    case 7: return (x != W(0)) || (y != W(0));          // logical_or
-    case 8: return (x != W(0)) != (y != W(0));          // logical_xor
-    default: return false;
-  }
-}
+#include "compare_ops.glsl"
+#define binary_apply compare_apply
 #else
 W binary_apply(uint op, W x, W y) {
   switch (op) {

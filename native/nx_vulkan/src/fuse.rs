@@ -38,22 +38,38 @@ const MAX_OUTPUTS: usize = 4;
 
 static KERNELS: Lazy<DashMap<String, Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
-/// The variants fused, by their kernels' names: (binary, the dtype defines of shaders.rs). Only
-/// f32 computed in f64 (the default on lavapipe and the H200): there every op's result is
-/// rounded from f64 to f32 on its way to the next, a conversion no compiler can fold into the
-/// next op's arithmetic. Where the compute type is the storage type (f32 on f32, f64), a
-/// multiply and the add that follows could be contracted into an fma inside one kernel, which
-/// two kernels never do, and the results could change.
-fn variant(name: &str) -> Option<(bool, &'static str)> {
-    let defines = match name.split_once('_')?.1 {
-        "f32p" => "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n",
+/// The dtype defines of the one variant fused (shaders.rs's F32P): f32 computed in f64, the
+/// default on lavapipe and the H200. There every op's result is rounded from f64 to f32 on its
+/// way to the next, a conversion no compiler can fold into the next op's arithmetic. Where the
+/// compute type is the storage type (f32 on f32, f64), a multiply and the add that follows could
+/// be contracted into an fma inside one kernel, which two kernels never do, and the results could
+/// change. Comparisons (exact in any type holding their operands) and selects (no arithmetic)
+/// join such chains.
+const DEFINES: &str = "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n";
+
+/// What a fused op is, from its kernel's name.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// unary_f32p: T -> T.
+    Unary,
+    /// binary_f32p: T, T -> T.
+    Binary,
+    /// compare_f32: T, T -> a predicate (u8 in memory).
+    Compare,
+    /// select_b4: predicate, 4-byte value, 4-byte value -> the value chosen, its bits copied (held
+    /// as a float in the kernel: a load, a select and a store move bits and compute nothing, so
+    /// any 4-byte type comes through unchanged; only f32 ops read it as a number).
+    Select,
+}
+
+fn kind(name: &str) -> Option<Kind> {
+    Some(match name {
+        "unary_f32p" => Kind::Unary,
+        "binary_f32p" => Kind::Binary,
+        "compare_f32" => Kind::Compare,
+        "select_b4" => Kind::Select,
         _ => return None,
-    };
-    match name.split_once('_')?.0 {
-        "unary" => Some((false, defines)),
-        "binary" => Some((true, defines)),
-        _ => None,
-    }
+    })
 }
 
 /// How an op reads an operand: at its own element index, or through an offset and strides over
@@ -64,50 +80,60 @@ enum Access {
     Strided { offset: i64, dims: SmallVec<[u64; 6]>, strides: SmallVec<[i64; 6]> },
 }
 
-/// One element-wise dispatch, read back from its push constants (binary.comp's and unary.comp's
-/// headers give the layout).
+/// One element-wise dispatch, read back from its push constants (the headers of unary.comp,
+/// binary.comp and select.comp give the layouts).
 struct Elementwise {
-    binary: bool,
+    kind: Kind,
     op: u32,
     n: u64,
-    defines: &'static str,
     /// Operands: (buffer, access).
-    operands: SmallVec<[(Subbuffer<[u8]>, Access); 2]>,
+    operands: SmallVec<[(Subbuffer<[u8]>, Access); 3]>,
     out: Subbuffer<[u8]>,
+}
+
+impl Elementwise {
+    /// Whether the result is a predicate (u8 in memory) rather than an f32.
+    fn predicate(&self) -> bool {
+        self.kind == Kind::Compare
+    }
 }
 
 fn parse(command: &Command) -> Option<Elementwise> {
     let Command::Dispatch(d) = command else { return None };
-    let (binary, defines) = variant(d.name)?;
+    let kind = kind(d.name)?;
     let pc = &d.push;
     let n = pc[0] as u64;
     let out = d.bindings.last()?.clone();
-    let operands = if binary {
-        if d.bindings.len() != 3 {
+    // An operand through an offset at pc[offset_at] and strides at pc[strides_at..] over the
+    // dims at pc[dims_at..] (rank at pc[1]).
+    let through = |offset_at: usize, dims_at: usize, strides_at: usize| {
+        let rank = pc[1] as usize;
+        if rank > 6 {
             return None;
         }
-        let access = |offset_at: usize, strides_at: usize| {
-            if pc[22] == 1 {
-                // The vector path: rank 1, offset 0, stride 1 (linear) or 0 (element 0).
-                return if pc[strides_at] == 1 { Access::Linear } else { strided(0, &[n], &[0]) };
-            }
-            let rank = pc[1] as usize;
-            if rank > 6 {
-                return strided(0, &[], &[]);
-            }
-            let dims: SmallVec<[u64; 6]> = pc[4..4 + rank].iter().map(|&v| v as u64).collect();
-            let strides: SmallVec<[i64; 6]> =
-                pc[strides_at..strides_at + rank].iter().map(|&v| v as i32 as i64).collect();
-            strided(pc[offset_at] as i32 as i64, &dims, &strides)
-        };
-        SmallVec::from_vec(vec![(d.bindings[0].clone(), access(2, 10)), (d.bindings[1].clone(), access(3, 16))])
-    } else {
-        if d.bindings.len() != 2 {
-            return None;
-        }
-        SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Linear)])
+        let dims: SmallVec<[u64; 6]> = pc[dims_at..dims_at + rank].iter().map(|&v| v as u64).collect();
+        let strides: SmallVec<[i64; 6]> = pc[strides_at..strides_at + rank].iter().map(|&v| v as i32 as i64).collect();
+        Some(strided(pc[offset_at] as i32 as i64, &dims, &strides))
     };
-    Some(Elementwise { binary, op: d.pipeline.op(), n, defines, operands, out })
+    let b = |k: usize| d.bindings[k].clone();
+    let operands: SmallVec<[(Subbuffer<[u8]>, Access); 3]> = match kind {
+        Kind::Unary if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
+        Kind::Binary | Kind::Compare if d.bindings.len() == 3 => {
+            let access = |offset_at: usize, strides_at: usize| {
+                if kind == Kind::Binary && pc[22] == 1 {
+                    // The vector path: rank 1, offset 0, stride 1 (linear) or 0 (element 0).
+                    return Some(if pc[strides_at] == 1 { Access::Linear } else { strided(0, &[n], &[0]) });
+                }
+                through(offset_at, 4, strides_at)
+            };
+            SmallVec::from_vec(vec![(b(0), access(2, 10)?), (b(1), access(3, 16)?)])
+        }
+        Kind::Select if d.bindings.len() == 4 => {
+            SmallVec::from_vec(vec![(b(0), through(2, 5, 11)?), (b(1), through(3, 5, 17)?), (b(2), through(4, 5, 23)?)])
+        }
+        _ => return None,
+    };
+    Some(Elementwise { kind, op: d.pipeline.op(), n, operands, out })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -177,9 +203,10 @@ fn run_end(
     let mut end = start + 1;
     while end < parsed.len() && end - start < MAX_OPS {
         let Some(next) = &parsed[end] else { break };
-        if next.defines != first.defines || next.n != first.n {
+        if next.n != first.n {
             break;
         }
+
         let mut chained = false;
         let mut ok = true;
         let mut new_externals = externals.clone();
@@ -239,29 +266,33 @@ fn fused_command(
 ) -> Result<Command> {
     let run: Vec<&Elementwise> = run.iter().map(|e| e.as_ref().expect("a run holds element-wise commands")).collect();
     let last = run.last().expect("a run is not empty");
-    let mut inputs: Vec<Subbuffer<[u8]>> = Vec::new();
+    // Buffers read from memory: (buffer, whether it holds predicates).
+    let mut inputs: Vec<(Subbuffer<[u8]>, bool)> = Vec::new();
     let mut results: HashMap<u64, usize> = HashMap::new();
     let mut body = String::new();
     for (k, e) in run.iter().enumerate() {
-        let mut args: SmallVec<[String; 2]> = SmallVec::new();
-        for (b, access) in &e.operands {
+        let mut args: SmallVec<[String; 3]> = SmallVec::new();
+        for (at, (b, access)) in e.operands.iter().enumerate() {
             let h = handle(b);
             if let Some(&j) = results.get(&h) {
-                args.push(format!("W(t{j})"));
+                args.push(format!("t{j}"));
                 continue;
             }
-            let at = inputs.iter().position(|x| handle(x) == h).unwrap_or_else(|| {
-                inputs.push(b.clone());
+            let predicate = e.kind == Kind::Select && at == 0;
+            let x = inputs.iter().position(|(x, p)| handle(x) == h && *p == predicate).unwrap_or_else(|| {
+                inputs.push((b.clone(), predicate));
                 inputs.len() - 1
             });
-            args.push(format!("W(in{at}[{}])", index(access)));
+            let read = format!("in{x}[{}]", index(access));
+            args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
         }
-        let call = if e.binary {
-            format!("binary_apply({}u, {}, {})", e.op, args[0], args[1])
-        } else {
-            format!("unary_apply({}u, {})", e.op, args[0])
+        let line = match e.kind {
+            Kind::Unary => format!("T t{k} = result(unary_apply({}u, W({})));", e.op, args[0]),
+            Kind::Binary => format!("T t{k} = result(binary_apply({}u, W({}), W({})));", e.op, args[0], args[1]),
+            Kind::Compare => format!("bool t{k} = compare_apply({}u, W({}), W({}));", e.op, args[0], args[1]),
+            Kind::Select => format!("T t{k} = {} ? {} : {};", args[0], args[1], args[2]),
         };
-        let _ = writeln!(body, "    T t{k} = result({call});");
+        let _ = writeln!(body, "    {line}");
         results.insert(handle(&e.out), k);
     }
     let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
@@ -273,19 +304,26 @@ fn fused_command(
     }
     let written = outputs(&members, &inner_reads, readers, escapes);
     for (j, &k) in written.iter().enumerate() {
-        let _ = writeln!(body, "    o{j}[i] = t{k};");
+        let value = if run[k].predicate() { format!("uint8_t(t{k} ? 1 : 0)") } else { format!("t{k}") };
+        let _ = writeln!(body, "    o{j}[i] = {value};");
     }
     let mut source = String::from("#version 450\n");
-    source.push_str(last.defines);
+    source.push_str(DEFINES);
     source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
-    source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n");
+    source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
     source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
-    for k in 0..inputs.len() {
-        let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ T in{k}[]; }};");
-    }
-    for j in 0..written.len() {
+    let ty = |predicate: bool| if predicate { "uint8_t" } else { "T" };
+    for (k, (_, predicate)) in inputs.iter().enumerate() {
         let _ =
-            writeln!(source, "layout(set = 0, binding = {}) writeonly buffer O{j} {{ T o{j}[]; }};", inputs.len() + j);
+            writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ {} in{k}[]; }};", ty(*predicate));
+    }
+    for (j, &k) in written.iter().enumerate() {
+        let binding = inputs.len() + j;
+        let _ = writeln!(
+            source,
+            "layout(set = 0, binding = {binding}) writeonly buffer O{j} {{ {} o{j}[]; }};",
+            ty(run[k].predicate())
+        );
     }
     source.push_str(
         "T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n",
@@ -295,7 +333,7 @@ fn fused_command(
     source.push_str("  }\n}\n");
     let pipeline = kernel(&source)?;
     let per = pipeline.per_invocation as u64;
-    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().collect();
+    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
     bindings.extend(written.iter().map(|&k| run[k].out.clone()));
     let mut push = [0; PUSH_WORDS];
     push[0] = last.n as u32;
@@ -348,6 +386,7 @@ fn include(name: &str) -> Option<&'static str> {
         "math64.glsl" => include_str!("../shaders/math64.glsl"),
         "unary_ops.glsl" => include_str!("../shaders/unary_ops.glsl"),
         "binary_ops.glsl" => include_str!("../shaders/binary_ops.glsl"),
+        "compare_ops.glsl" => include_str!("../shaders/compare_ops.glsl"),
         _ => return None,
     })
 }
