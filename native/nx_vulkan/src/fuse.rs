@@ -171,7 +171,11 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
     let mut i = 0;
     while i < commands.len() {
         let end = run_end(&parsed, i, &readers, escapes);
-        if end - i >= 2 {
+        // The generated kernel computes in f64: fused where f32 does (f32p arithmetic in the run,
+        // or the precise policy on), never on a device without f64.
+        let f64_device = crate::policy::precise_f32()
+            || parsed[i..end].iter().flatten().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
+        if end - i >= 2 && f64_device {
             if let Ok(command) = fused_command(&parsed[i..end], &readers, &escapes) {
                 out.push(command);
                 kernels += 1;
