@@ -131,11 +131,12 @@ compiled = measure.(fn -> compiled_step.(params, x, labels) end)
 nxv = measure.(fn -> nxv_step.(params, x, labels) end)
 nxv_jit = measure.(fn -> nxv_jit_step.(params, x, labels) end)
 
-# The caller's time per call, nothing read back (50 calls queue ~2500 commands, within the
-# pending queue's bound): what a step costs the host beside the GPU's work.
+# The caller's time per call, nothing read back and nothing kept (a kept result would make every
+# call allocate afresh; 50 calls queue ~2500 commands, within the pending queue's bound): what a
+# step costs the host beside the GPU's work.
 caller_us = fn step_fun ->
   Nx.Vulkan.flush()
-  {us, _} = :timer.tc(fn -> for _ <- 1..50, do: step_fun.() end)
+  {us, _} = :timer.tc(fn -> Enum.each(1..50, fn _ -> step_fun.() end) end)
   Nx.Vulkan.flush()
   us / 50
 end
