@@ -21,6 +21,16 @@ defmodule Nx.Vulkan.HostSyncTest.Defns do
   defn(draw(key), do: Nx.Random.uniform(key, shape: {100}))
 
   defn(divide(a, b), do: Nx.quotient(a, b) + 1)
+
+  # A dropout-style training step: a random mask on the hidden layer, the loss and its gradient.
+  defn dropout_step(w, x, key) do
+    value_and_grad(w, fn w ->
+      h = Nx.dot(x, w)
+      {mask, _key} = Nx.Random.uniform(key, shape: Nx.shape(h))
+      h = Nx.select(mask > 0.5, h / 0.5, 0.0)
+      Nx.mean(h * h)
+    end)
+  end
 end
 
 defmodule Nx.Vulkan.HostSyncTest do
@@ -171,6 +181,27 @@ defmodule Nx.Vulkan.HostSyncTest do
     # with Nx 0.13). The backend reads nothing but the result.
     assert syncs.defn_control > 0
     assert Map.delete(syncs, :defn_control) == %{download: 1}
+  end
+
+  test "compiler: Nx.Vulkan: a dropout training step (Nx.Random's loops unrolled) syncs only at the read" do
+    w = Nx.iota({16, 8}, type: :f32) |> Nx.divide(128)
+    x = Nx.iota({4, 16}, type: :f32) |> Nx.divide(64)
+    key = Nx.Random.key(7) |> Nx.backend_transfer(Nx.Vulkan.Backend)
+    compiled = Nx.Defn.jit(&Defns.dropout_step/3, compiler: Nx.Vulkan)
+    {expected_loss, expected_grad} = Nx.Defn.jit(&Defns.dropout_step/3).(w, x, key)
+    # The first call builds the program (its capture reads the loops' folded counters).
+    compiled.(w, x, key)
+
+    {bits, syncs} =
+      across_caps(fn ->
+        {loss, grad} = compiled.(w, x, key)
+        {Nx.to_binary(loss), Nx.to_binary(grad)}
+      end)
+
+    assert bits == {Nx.to_binary(expected_loss), Nx.to_binary(expected_grad)}
+    # No `while` condition read per call: the Evaluator's 60-odd of the same step are gone.
+    assert syncs == %{download: 2}
+    assert %{dispatches: _} = Nx.Vulkan.program_info(&Defns.dropout_step/3, [w, x, key])
   end
 
   test "integer division by a tensor: checked on the device, raised at the read" do
