@@ -16,17 +16,22 @@ defmodule Nx.Vulkan do
 
   A function is traced once per structure (function, argument shapes and types, options) and
   run once under `Nx.Defn.Evaluator` on placeholder tensors while its device commands are
-  captured; later calls replay that program: one NIF call and one queued command per call, no
-  per-op work on the host, results on `Nx.Vulkan.Backend` and bit for bit what the Evaluator
-  gives on the same device. A program keeps its intermediate buffers between calls (the 64 most
-  recently built programs are kept).
+  captured; work that depends on no argument runs then, element-wise chains are fused into
+  generated kernels, and the commands are ordered by dependency level. Later calls replay that
+  program: one NIF call, no per-op work on the host (a long program runs from a command buffer
+  recorded once, with its arguments and results copied in and out), results on
+  `Nx.Vulkan.Backend` and bit for bit what the Evaluator gives on the same device. A program keeps
+  its intermediate buffers between calls (the 64 most recently built programs are kept).
+  `program_info/3` shows a program's dispatches, barriers and fused kernels. `NXV_FUSE=0` turns
+  fusion off, `NXV_PRERECORD=0` pre-recording.
 
   A `while` or `cond` whose condition depends on no argument (a fixed trip count, such as
   `Nx.Random`'s loops) is decided at capture: the loop unrolls into the program. Functions whose
   control flow depends on the arguments, hooks, or anything that needs the host mid-work (a
   host fallback, an integer division by a tensor's deferred check) run under the Evaluator on
   the eager backend instead, every call, with the same results; `Nx.Vulkan.compiler_census/0`
-  counts those calls by reason. Telemetry: `[:nx_vulkan, :compile]` (below).
+  counts those calls by reason. Telemetry: `[:nx_vulkan, :compile]` and `[:nx_vulkan, :run]`
+  (below).
 
   ## Host syncs and deferred checks
 

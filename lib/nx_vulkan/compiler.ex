@@ -5,9 +5,11 @@ defmodule Nx.Vulkan.Compiler do
   # A function is traced once per structure (the defn function, the argument templates and the
   # options), then run once under Nx.Defn.Evaluator on placeholder tensors while this process
   # captures its commands (native capture.rs): the ops choose kernels exactly as they do eagerly,
-  # and what they would have queued becomes the program. A call then checks nothing per op: it
-  # hands the arguments' buffers to one NIF, which queues the whole program as one command and
-  # returns fresh output buffers at once. Results are bit for bit the Evaluator's on this device.
+  # and what they would have queued becomes the program (folded, fused, ordered by level in
+  # capture.rs and fuse.rs). A call then checks nothing per op: it hands the arguments' buffers
+  # to one NIF, which queues the program (pre-recorded, or its commands with the caller's
+  # buffers bound) and returns fresh output buffers at once. Results are bit for bit the
+  # Evaluator's on this device.
   #
   # The Evaluator reads `while` conditions and `cond` predicates on the host. At capture, a value
   # that depends on no argument is real (input-independent commands run at once: constant
