@@ -47,11 +47,7 @@ defmodule Nx.Vulkan.CompilerTest do
   use Nx.Vulkan.DeviceCase, async: false
   alias Nx.Vulkan.CompilerTest.Fns
 
-  setup do
-    previous = Nx.Vulkan.batch_max()
-    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
-    :ok
-  end
+  setup :keep_batch_max
 
   def forward(event, measurements, metadata, {parent, ref}),
     do: send(parent, {ref, event, measurements, metadata})
@@ -487,11 +483,7 @@ defmodule Nx.Vulkan.CompilerDiskCacheTest do
   """
 
   defp child(dir) do
-    {output, 0} =
-      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
-        env: [{"NXV_PIPELINE_CACHE", dir}, {"MIX_ENV", "test"}],
-        stderr_to_stdout: true
-      )
+    output = Nx.Vulkan.DeviceCase.mix_run!(@script, [{"NXV_PIPELINE_CACHE", dir}])
 
     [_, compiled, from_disk, fused, precise] =
       Regex.run(~r/compiled=(\d+) from_disk=(\d+) fused=(\d+) precise=(\w+)/, output)

@@ -38,11 +38,7 @@ defmodule Nx.Vulkan.HostSyncTest do
   use Nx.Vulkan.DeviceCase, async: false
   alias Nx.Vulkan.HostSyncTest.Defns
 
-  setup do
-    previous = Nx.Vulkan.batch_max()
-    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
-    :ok
-  end
+  setup :keep_batch_max
 
   # The host syncs `fun` causes, by reason (only the nonzero ones), and its result.
   defp syncs(fun) do

@@ -4,11 +4,7 @@ defmodule Nx.Vulkan.MNISTStepTest do
   # Not async: changes the batch cap.
   use Nx.Vulkan.DeviceCase, async: false
 
-  setup do
-    previous = Nx.Vulkan.batch_max()
-    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
-    :ok
-  end
+  setup :keep_batch_max
 
   # Three SGD steps of the benchmark's model; returns the losses and final parameters as binaries.
   defp train(backend, shape) do

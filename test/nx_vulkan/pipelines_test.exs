@@ -94,11 +94,7 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
   """
 
   defp child(dir) do
-    {output, 0} =
-      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
-        env: [{"NXV_PIPELINE_CACHE", dir}, {"MIX_ENV", "test"}],
-        stderr_to_stdout: true
-      )
+    output = Nx.Vulkan.DeviceCase.mix_run!(@script, [{"NXV_PIPELINE_CACHE", dir}])
 
     assert output =~ "result=[1.0]"
     # Every creation is a telemetry event (the child counts them).
@@ -143,11 +139,11 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
   end
 
   test "NXV_PIPELINE_CACHE=off writes no file", %{dir: dir} do
-    {output, 0} =
-      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", @script],
-        env: [{"NXV_PIPELINE_CACHE", "off"}, {"MIX_ENV", "test"}, {"XDG_CACHE_HOME", dir}],
-        stderr_to_stdout: true
-      )
+    output =
+      Nx.Vulkan.DeviceCase.mix_run!(@script, [
+        {"NXV_PIPELINE_CACHE", "off"},
+        {"XDG_CACHE_HOME", dir}
+      ])
 
     assert output =~ "status=off"
     assert Path.wildcard(Path.join(dir, "**/*.bin")) == []

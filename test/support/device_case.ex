@@ -18,6 +18,24 @@ defmodule Nx.Vulkan.DeviceCase do
     {:ok, fallback_tag: tag}
   end
 
+  @doc "A setup callback (`setup :keep_batch_max`): the test may change the batch cap; it is restored after."
+  def keep_batch_max(_context) do
+    previous = Nx.Vulkan.batch_max()
+    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
+    :ok
+  end
+
+  @doc "Runs `script` in a child VM of this project (`mix run`) with `env`; returns its output."
+  def mix_run!(script, env) do
+    {output, 0} =
+      System.cmd("mix", ["run", "--no-compile", "--no-deps-check", "-e", script],
+        env: [{"MIX_ENV", "test"} | env],
+        stderr_to_stdout: true
+      )
+
+    output
+  end
+
   @doc "A device tensor from a list/number, as Nx.tensor/2 would build it."
   def dev(data, opts \\ []), do: Nx.tensor(data, Keyword.put(opts, :backend, Nx.Vulkan.Backend))
 

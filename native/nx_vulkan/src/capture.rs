@@ -492,20 +492,21 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
             inputs.len()
         ));
     }
-    let mut substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 16]> = SmallVec::new();
-    for (i, (input, &(h, bytes))) in inputs.iter().zip(&program.inputs).enumerate() {
+    let mut in_buffers: SmallVec<[Subbuffer<[u8]>; 8]> = SmallVec::new();
+    for (i, (input, &(_, bytes))) in inputs.iter().zip(&program.inputs).enumerate() {
         if input.bytes != bytes {
             return Err(crate::error::arg_error!(
                 "argument {i} of a compiled program has {} bytes, its template {bytes}",
                 input.bytes
             ));
         }
-        substitutes.push((h, input.get()?));
+        in_buffers.push(input.get()?);
     }
     let mut outputs = Vec::with_capacity(program.fresh.len());
-    for &(h, bytes) in &program.fresh {
+    let mut out_buffers: SmallVec<[Subbuffer<[u8]>; 8]> = SmallVec::new();
+    for &(_, bytes) in &program.fresh {
         let out = tensor::alloc(bytes)?;
-        substitutes.push((h, out.get()?));
+        out_buffers.push(out.get()?);
         outputs.push(out);
     }
     if inputs.iter().any(|b| b.checks.lock().map_or(false, |c| c.is_some())) {
@@ -515,14 +516,14 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
         }
     }
     if program.prerecorded {
-        let replay = Replay {
-            program: program.clone(),
-            inputs: inputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
-            outputs: outputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
-        };
+        let replay = Replay { program: program.clone(), inputs: in_buffers, outputs: out_buffers };
         queue::record(Command::Program(replay))?;
         return Ok(outputs);
     }
+    // (captured buffer's handle, the buffer standing for it in this replay)
+    let handles = program.inputs.iter().chain(&program.fresh).map(|&(h, _)| h);
+    let substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 16]> =
+        handles.zip(in_buffers.into_iter().chain(out_buffers)).collect();
     let swap = |b: &Subbuffer<[u8]>| {
         let h = handle(b);
         substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| s.clone())

@@ -586,22 +586,27 @@ unsafe fn record_into(
     Ok(())
 }
 
+/// A command buffer being recorded, from the context's allocator.
+fn command_buffer(
+    level: CommandBufferLevel,
+    usage: CommandBufferUsage,
+    inheritance_info: Option<CommandBufferInheritanceInfo>,
+) -> Result<RecordingCommandBuffer> {
+    let c = ctx()?;
+    let begin = CommandBufferBeginInfo { usage, inheritance_info, ..Default::default() };
+    RecordingCommandBuffer::new(c.command_buffers.clone(), c.queue.queue_family_index(), level, begin)
+        .map_err(|e| Error::vulkan("starting a command buffer", e))
+}
+
 /// Records `commands` once into a secondary command buffer that many submissions may execute
 /// (a compiled program's: capture.rs), with its own barriers; the GPU thread calls this at the
 /// program's first replay (it may wait there for pipelines still being built).
 pub fn record_secondary(commands: &[Command]) -> Result<CommandBuffer> {
-    let c = ctx()?;
-    let mut cb = RecordingCommandBuffer::new(
-        c.command_buffers.clone(),
-        c.queue.queue_family_index(),
+    let mut cb = command_buffer(
         CommandBufferLevel::Secondary,
-        CommandBufferBeginInfo {
-            usage: CommandBufferUsage::SimultaneousUse,
-            inheritance_info: Some(CommandBufferInheritanceInfo::default()),
-            ..Default::default()
-        },
-    )
-    .map_err(|e| Error::vulkan("starting a program's command buffer", e))?;
+        CommandBufferUsage::SimultaneousUse,
+        Some(CommandBufferInheritanceInfo::default()),
+    )?;
     let (mut hazards, mut bound) = (Hazards::default(), vk::Pipeline::null());
     for command in commands {
         unsafe { record_into(&mut cb, &mut hazards, &mut bound, command)? };
@@ -674,18 +679,8 @@ impl Recorder {
     }
 
     fn begin(&mut self) -> Result<OpenBatch> {
-        let c = ctx()?;
         let started = Instant::now();
-        let mut cb = RecordingCommandBuffer::new(
-            c.command_buffers.clone(),
-            c.queue.queue_family_index(),
-            CommandBufferLevel::Primary,
-            CommandBufferBeginInfo {
-                usage: CommandBufferUsage::OneTimeSubmit,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| Error::vulkan("starting a command buffer", e))?;
+        let mut cb = command_buffer(CommandBufferLevel::Primary, CommandBufferUsage::OneTimeSubmit, None)?;
         let timestamps = if GPU_TIMING.load(Ordering::Relaxed) {
             let pool = self.timestamp_pool()?;
             unsafe {
