@@ -199,6 +199,33 @@ defmodule Nx.Vulkan.CompilerTest do
       assert kernels >= 1 == fuses?()
     end
 
+    test "a fused chain past 2^24 elements (a 2-D grid of workgroups) and a broadcast row" do
+      rows = div(2 ** 24, 7) + 200
+      n = rows * 7
+      assert n > 2 ** 24
+      x = Nx.iota({n}, type: :f32) |> Nx.divide(n) |> Nx.reshape({rows, 7})
+      row = Nx.tensor([1.0, -2.0, 0.5, 3.0, -0.25, 8.0, 0.0])
+
+      f = fn x, row ->
+        y = x |> Nx.multiply(row) |> Nx.add(1.0)
+        Nx.select(Nx.greater(y, 1.0), Nx.subtract(y, x), Nx.negate(y))
+      end
+
+      assert_same(f, [[x, row]])
+      assert %{fused_kernels: kernels} = Nx.Vulkan.program_info(f, [x, row])
+      assert kernels >= 1 == fuses?()
+    end
+
+    test "4-bit integers and 8-bit floats (host-fallback types) run under the Evaluator, counted" do
+      for type <- [{:s, 4}, {:u, 2}, {:f, 8}, {:f8_e4m3fn, 8}] do
+        x = Nx.iota({12}, type: {:s, 8}) |> Nx.remainder(5) |> Nx.as_type(type)
+        f = fn x -> Nx.add(x, x) |> Nx.multiply(x) end
+        {_, delta} = census_delta(fn -> assert_same(f, [[x]]) end)
+        assert delta.programs == 0
+        assert [{"a host read" <> _, 1}] = Map.to_list(delta.evaluator)
+      end
+    end
+
     test "outputs that are inputs, constants or the same tensor twice" do
       f = fn x ->
         y = Nx.negate(x)
