@@ -69,13 +69,32 @@ defmodule TimerLateness do
 
   # Runs `fun` while another process sleeps 5 ms at a time; returns the worst lateness (ms) and
   # how long `fun` took (ms).
+  # Also prints every stretch of over 2 ms that a process ran on a normal scheduler without
+  # yielding (`:erlang.system_monitor/2`'s long_schedule: a long NIF shows here with its MFA).
   defp with_timer(fun) do
     parent = self()
     timer = spawn(fn -> tick(parent, 0) end)
+    monitor = spawn(fn -> long_schedules(parent, []) end)
+    :erlang.system_monitor(monitor, [{:long_schedule, 2}])
     Process.sleep(20)
     {us, _} = :timer.tc(fun)
+    :erlang.system_monitor(:undefined)
     send(timer, :stop)
+    send(monitor, :stop)
+
+    receive do: ({:long_schedules, events} -> Enum.each(events, &IO.puts("  long schedule: #{&1}")))
     receive do: ({:late, us_late} -> {Float.round(us_late / 1000, 1), div(us, 1000)})
+  end
+
+  defp long_schedules(parent, events) do
+    receive do
+      :stop ->
+        send(parent, {:long_schedules, Enum.reverse(events)})
+
+      {:monitor, _pid, :long_schedule, info} ->
+        event = "#{info[:timeout]} ms in #{inspect(info[:in])} (left at #{inspect(info[:out])})"
+        long_schedules(parent, [event | events])
+    end
   end
 
   defp tick(parent, worst) do

@@ -129,9 +129,12 @@ defmodule Nx.Vulkan.Native do
   # allocation passes the memory budget and emptying the pool did not help, it returns
   # :out_of_memory. Its wrapper here then reclaims (a garbage collection of the calling process
   # frees its dead tensors; reclaim/0 waits, on a dirty scheduler, for queued and in-flight work,
-  # whose buffers then return, and empties the pool) and calls the NIF once more; a second
-  # :out_of_memory is the error unwrap!/1 raises as Nx.Vulkan.Error. A NIF that fails this way
-  # has queued nothing a second call would repeat wrongly: its own outputs are new buffers.
+  # whose buffers then return, and empties the pool) and calls the NIF once more. If that fails
+  # too, dead tensors may sit in other processes' heaps (a process that dropped a tensor and then
+  # went to sleep collects nothing): every process is collected, memory reclaimed again, and the
+  # NIF called a third time; a third :out_of_memory is the error unwrap!/1 raises as
+  # Nx.Vulkan.Error. A NIF that fails this way has queued nothing a later call would repeat
+  # wrongly: its own outputs are new buffers.
   alias Nx.Vulkan.NIF
 
   @doc false
@@ -150,13 +153,17 @@ defmodule Nx.Vulkan.Native do
     def unquote(name)(unquote_splicing(vars)) do
       case NIF.unquote(name)(unquote_splicing(vars)) do
         {:error, {:out_of_memory, _}} ->
-          reclaim!()
-          retried = NIF.unquote(name)(unquote_splicing(vars))
+          reclaim!(:self)
 
-          with {:error, {:out_of_memory, message}} <- retried,
-               do: out_of_memory(unquote(name), message)
+          with {:error, {:out_of_memory, _}} <- NIF.unquote(name)(unquote_splicing(vars)) do
+            reclaim!(:all)
+            retried = NIF.unquote(name)(unquote_splicing(vars))
 
-          retried
+            with {:error, {:out_of_memory, message}} <- retried,
+                 do: out_of_memory(unquote(name), message)
+
+            retried
+          end
 
         result ->
           result
@@ -164,9 +171,36 @@ defmodule Nx.Vulkan.Native do
     end
   end
 
-  defp reclaim! do
+  defp reclaim!(:self) do
     :erlang.garbage_collect()
     NIF.reclaim() |> unwrap!()
+  end
+
+  # Every other process, concurrently (each on its own scheduler), waiting at most 5 s: a process
+  # busy in a long NIF collects when it returns, and its memory then comes later. A helper sends
+  # the requests, so replies that come after the wait land in its mailbox, not the caller's.
+  defp reclaim!(:all) do
+    caller = self()
+
+    {helper, monitor} =
+      spawn_monitor(fn ->
+        refs =
+          for pid <- Process.list(), pid not in [caller, self()] do
+            ref = make_ref()
+            :erlang.garbage_collect(pid, async: ref)
+            ref
+          end
+
+        for ref <- refs, do: receive(do: ({:garbage_collect, ^ref, _} -> :ok))
+      end)
+
+    receive do
+      {:DOWN, ^monitor, :process, ^helper, _} -> :ok
+    after
+      5_000 -> Process.demonitor(monitor, [:flush])
+    end
+
+    reclaim!(:self)
   end
 
   defp out_of_memory(nif, message) do

@@ -68,6 +68,33 @@ defmodule Nx.Vulkan.MemoryTest do
     assert m.peak <= m.limit
   end
 
+  test "an allocation over the budget first collects the dead tensors of other processes" do
+    parent = self()
+
+    # Makes 96 MiB of tensors (three blocks and their iotas), reads them, and then sleeps with
+    # them dead in its heap: a process that does not run does not collect (and with a heap this
+    # large, it did not collect while it ran).
+    holder =
+      :erlang.spawn_opt(
+        fn ->
+          blocks = Enum.map(1..3, &block/1)
+          send(parent, {:sums, Enum.map(blocks, &Nx.to_number(&1[1]))})
+          receive do: (:stop -> :ok)
+        end,
+        min_heap_size: 4_000_000
+      )
+
+    assert_receive {:sums, [2.0, 3.0, 4.0]}, 60_000
+    Nx.Vulkan.Native.reclaim()
+    assert Nx.Vulkan.memory().live >= 96 * @mib
+    # Room for one new 16 MiB buffer and a half; the next block needs two.
+    Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 24 * @mib)
+    assert Nx.to_number(block(10)[5]) == 15.0
+    assert Process.alive?(holder)
+    assert Nx.Vulkan.memory().live < 64 * @mib
+    send(holder, :stop)
+  end
+
   test "a tensor that alone passes the budget raises at once, naming its size" do
     Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 8 * @mib)
 

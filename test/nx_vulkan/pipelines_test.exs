@@ -65,6 +65,32 @@ defmodule Nx.Vulkan.PipelinesTest do
     assert Enum.max(first_uses) < 40_000, "first uses took #{inspect(first_uses)} us"
   end
 
+  # On a machine with few cores lavapipe's worker threads (started while the device is created)
+  # and the pipeline builders would otherwise take the CPU from the BEAM's schedulers.
+  test "the driver's threads and the pipeline builders run at NXV_DRIVER_NICE (default 19)" do
+    Nx.Vulkan.Native.forget_pipelines()
+    Nx.iota({4}, backend: Nx.Vulkan.Backend) |> Nx.atan2(1.5) |> Nx.to_binary()
+
+    threads =
+      for task <- File.ls!("/proc/self/task") do
+        name = File.read!("/proc/self/task/#{task}/comm") |> String.trim()
+        # Field 19 of stat is the nice value; the name (field 2) may hold spaces, so count from
+        # its closing parenthesis.
+        [_, rest] = File.read!("/proc/self/task/#{task}/stat") |> String.split(") ", parts: 2)
+        {name, rest |> String.split(" ") |> Enum.at(16) |> String.to_integer()}
+      end
+
+    niced = for {name, 19} <- threads, do: name
+    # Threads a driver starts inherit the name of the thread that created the device.
+    driver = for {"nx_vulkan_init", nice} <- threads, do: nice
+    assert Enum.all?(driver, &(&1 == 19)), "threads: #{inspect(threads)}"
+    if Nx.Vulkan.Device.info().type == :cpu, do: assert(driver != [], inspect(threads))
+    assert Enum.any?(niced, &String.starts_with?(&1, "nx_vulkan_pipel")), inspect(threads)
+    # The BEAM's schedulers and the GPU thread keep the default priority.
+    assert {"nx_vulkan_gpu", 0} in threads
+    assert Enum.any?(threads, &match?({"1_scheduler", 0}, &1))
+  end
+
   test "a pipeline is created once and then reused" do
     x = Nx.iota({5}, type: :f32)
     Nx.to_binary(Nx.sigmoid(x))

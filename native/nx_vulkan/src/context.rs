@@ -87,9 +87,62 @@ static CONTEXT: OnceCell<std::result::Result<Context, Error>> = OnceCell::new();
 /// The process-wide context; the first call creates it (and any error is returned forever after).
 pub fn ctx() -> Result<&'static Context> {
     CONTEXT
-        .get_or_init(Context::create)
+        .get_or_init(create_on_niced_thread)
         .as_ref()
         .map_err(|e| e.clone())
+}
+
+/// The nice value of the driver's threads and nx_vulkan's own (`NXV_DRIVER_NICE`, 0 to 19;
+/// default 19). Measured on a 2-core machine (Linux 6.18's EEVDF scheduler, lavapipe): two
+/// busy threads at nice 10 still kept a nice-0 process's 5 ms timer up to 15 ms late, at 19 up
+/// to 5 ms; a long flush ran no slower.
+fn driver_nice() -> std::result::Result<i32, Error> {
+    match std::env::var("NXV_DRIVER_NICE") {
+        Ok(s) if !s.trim().is_empty() => match s.trim().parse::<i32>() {
+            Ok(n) if (0..=19).contains(&n) => Ok(n),
+            _ => Err(Error::Argument(format!("NXV_DRIVER_NICE must be an integer from 0 to 19, got: {s:?}"))),
+        },
+        _ => Ok(19),
+    }
+}
+
+/// Lowers the calling thread's priority to the driver's (`driver_nice()`): for nx_vulkan's own
+/// background threads, which must not take the CPU from the BEAM's schedulers either.
+pub fn nice_this_thread() {
+    // A bad setting fails the context's creation, which reports it.
+    nice_this_thread_to(driver_nice().unwrap_or(19));
+}
+
+fn nice_this_thread_to(nice: i32) {
+    // On Linux this sets the calling thread's nice value, which threads it starts inherit.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
+/// Creates the context on a thread of its own whose nice value is `driver_nice()`. Threads a
+/// driver starts while the instance and device are created inherit that value: lavapipe's are the
+/// ones that run every kernel on the host's cores, and at the BEAM's priority they kept another
+/// process's 5 ms timer waiting up to ~47 ms on a 2-core machine. Niced, they still get every core
+/// the schedulers leave idle. On a GPU the driver's threads are mostly idle and this changes
+/// nothing.
+fn create_on_niced_thread() -> std::result::Result<Context, Error> {
+    let nice = driver_nice()?;
+    std::thread::Builder::new()
+        .name("nx_vulkan_init".into())
+        // Vulkan drivers (lavapipe especially) want more stack than a BEAM scheduler has.
+        .stack_size(16 << 20)
+        .spawn(move || {
+            nice_this_thread_to(nice);
+            std::panic::catch_unwind(Context::create)
+                .unwrap_or_else(|_| Err(Error::Vulkan("creating the Vulkan context panicked".into())))
+        })
+        .map_err(|e| Error::Vulkan(format!("starting the thread that creates the Vulkan context: {e}")))?
+        .join()
+        .unwrap_or_else(|_| Err(Error::Vulkan("the thread creating the Vulkan context panicked".into())))
 }
 
 fn type_rank(t: PhysicalDeviceType) -> u32 {

@@ -215,11 +215,8 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
             .stack_size(16 << 20)
             .spawn(move || {
                 // Niced: on a machine with few cores (lavapipe's), compiling must not take the
-                // CPU from the BEAM's schedulers (on Linux this sets the calling thread's nice).
-                #[cfg(target_os = "linux")]
-                unsafe {
-                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-                }
+                // CPU from the BEAM's schedulers.
+                crate::context::nice_this_thread();
                 while let Ok(slot) = rx.recv() {
                     // Errors are reported where the dispatch is recorded.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.get()));
