@@ -199,6 +199,44 @@ defmodule Nx.Vulkan.CompilerTest do
       assert kernels >= 1 == fuses?()
     end
 
+    test "fused casts, materialized broadcasts and transposes, chains interleaved with other work" do
+      x = random({6, 9}, :f32, 2.0, 21)
+      y = random({6, 9}, :f32, 2.0, 22)
+      edges = [-2_147_483_648, 2_147_483_647, 16_777_217, -16_777_219, 0, -1, 123_456_789]
+
+      ints =
+        Nx.tensor(edges, type: :s32) |> Nx.tile([8]) |> Nx.slice([0], [54]) |> Nx.reshape({6, 9})
+
+      bytes = Nx.iota({6, 9}, type: :u8) |> Nx.multiply(37)
+      shorts = Nx.iota({6, 9}, type: :s16) |> Nx.multiply(-1201)
+
+      f = fn x, y, ints, bytes, shorts ->
+        mask = Nx.greater(x, y)
+        # Captured between the comparison and the cast of its predicate.
+        rows = Nx.sum(x, axes: [1], keep_axes: true)
+        weighted = mask |> Nx.as_type(:f32) |> Nx.multiply(y)
+        # A select's integer bits, cast in a register; casts of integer inputs.
+        picked = Nx.select(mask, ints, Nx.negate(ints)) |> Nx.as_type(:f32) |> Nx.add(0.5)
+        widened = Nx.add(Nx.as_type(bytes, :f32), Nx.as_type(shorts, :f32)) |> Nx.divide(7.0)
+        # A broadcast and a transpose materialized by copies, feeding chains.
+        centred = rows |> Nx.broadcast({6, 9}) |> Nx.subtract(x) |> Nx.exp()
+        turned = x |> Nx.transpose() |> Nx.multiply(3.0) |> Nx.transpose() |> Nx.add(weighted)
+        {weighted, picked, widened, centred, turned, Nx.as_type(mask, :u32)}
+      end
+
+      args = [x, y, ints, bytes, shorts]
+      assert_same(f, [args, [y, x, Nx.negate(ints), bytes, shorts]])
+      info = Nx.Vulkan.program_info(f, args)
+
+      if fuses?() do
+        # Every cast to f32 and every copy above joined a fused kernel (the u8 -> u32 cast has
+        # no f32 result and runs on its own).
+        assert Enum.count(info.kernels, &(&1 == "convert")) == 1, inspect(info.kernels)
+        refute "copy_b4" in info.kernels, inspect(info.kernels)
+        assert info.fused_ops >= 16
+      end
+    end
+
     test "a fused chain past 2^24 elements (a 2-D grid of workgroups) and a broadcast row" do
       rows = div(2 ** 24, 7) + 200
       n = rows * 7

@@ -60,6 +60,12 @@ enum Kind {
     /// as a float in the kernel: a load, a select and a store move bits and compute nothing, so
     /// any 4-byte type comes through unchanged; only f32 ops read it as a number).
     Select,
+    /// convert from an 8, 16 or 32-bit integer to f32 (`op` is convert.comp's in * 16 + out):
+    /// the integer widened to 64 bits and converted as convert.comp does, exact up to 2^24.
+    Convert,
+    /// copy_b4 into a whole contiguous result (a broadcast, transpose or slice materialized):
+    /// its input's bits through an offset and strides, held as a select's are.
+    Copy,
 }
 
 fn kind(name: &str) -> Option<Kind> {
@@ -68,6 +74,25 @@ fn kind(name: &str) -> Option<Kind> {
         "binary_f32p" => Kind::Binary,
         "compare_f32" => Kind::Compare,
         "select_b4" => Kind::Select,
+        "convert" => Kind::Convert,
+        "copy_b4" => Kind::Copy,
+        _ => return None,
+    })
+}
+
+/// The GLSL type of a convert's input, by convert.comp's type code (ops/convert.rs): the
+/// integers of 8 to 32 bits, into f32 (code 0) only.
+fn convert_input(op: u32) -> Option<&'static str> {
+    if op % 16 != 0 {
+        return None;
+    }
+    Some(match op / 16 {
+        4 => "int8_t",
+        5 => "int16_t",
+        6 => "int",
+        8 => "uint8_t",
+        9 => "uint16_t",
+        10 => "uint",
         _ => return None,
     })
 }
@@ -131,6 +156,20 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Select if d.bindings.len() == 4 => {
             SmallVec::from_vec(vec![(b(0), through(2, 5, 11)?), (b(1), through(3, 5, 17)?), (b(2), through(4, 5, 23)?)])
         }
+        Kind::Convert if d.bindings.len() == 2 && convert_input(d.pipeline.op()).is_some() => {
+            SmallVec::from_vec(vec![(b(0), Access::Linear)])
+        }
+        // Only where it writes element i of its output at its own index i (offset 0, row-major
+        // strides): then it is an element-wise op whose operand is read through strides.
+        Kind::Copy if d.bindings.len() == 2 => {
+            let rank = pc[1] as usize;
+            let dims: SmallVec<[u64; 6]> = pc[4..4 + rank.min(6)].iter().map(|&v| v as u64).collect();
+            let out_strides: SmallVec<[i64; 6]> = pc[20..20 + rank.min(6)].iter().map(|&v| v as i32 as i64).collect();
+            if rank > 6 || strided(pc[3] as i32 as i64, &dims, &out_strides) != Access::Linear {
+                return None;
+            }
+            SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
+        }
         _ => return None,
     };
     Some(Elementwise { kind, op: d.pipeline.op(), n, operands, out })
@@ -154,6 +193,11 @@ fn strided(offset: i64, dims: &[u64], strides: &[i64]) -> Access {
 /// Fuses the element-wise runs of `commands`; `escapes` are buffers read outside the program (its
 /// outputs), which must be written. Returns the commands and how many fused kernels replaced
 /// how many dispatches. A run that fails to compile stays unfused.
+///
+/// A run's kernel takes the place of its first member, so a member may come from up to MAX_SKIP
+/// commands further on when it depends on none of the commands it then passes, and none of them
+/// touches what it writes (capture order interleaves independent chains: a reduction's between a
+/// comparison and the cast of its result, say).
 pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, usize, usize) {
     if *FUSE_OFF {
         return (commands, 0, 0);
@@ -166,82 +210,151 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
         }
     }
     let parsed: Vec<Option<Elementwise>> = commands.iter().map(parse).collect();
+    let levels = written_levels(&commands);
+    let mut fused = vec![false; commands.len()];
     let mut out = Vec::with_capacity(commands.len());
     let (mut kernels, mut replaced) = (0, 0);
-    let mut i = 0;
-    while i < commands.len() {
-        let end = run_end(&parsed, i, &readers, escapes);
+    for i in 0..commands.len() {
+        if fused[i] {
+            continue;
+        }
+        let members = run(&commands, &parsed, &levels, &fused, i, &readers, escapes);
+        let run: Vec<&Elementwise> = members.iter().filter_map(|&k| parsed[k].as_ref()).collect();
         // The generated kernel computes in f64: fused where f32 does (f32p arithmetic in the run,
         // or the precise policy on), never on a device without f64.
-        let f64_device = crate::policy::precise_f32()
-            || parsed[i..end].iter().flatten().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
-        if end - i >= 2 && f64_device {
-            if let Ok(command) = fused_command(&parsed[i..end], &readers, &escapes) {
+        let f64_device =
+            crate::policy::precise_f32() || run.iter().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
+        if members.len() >= 2 && f64_device {
+            if let Ok(command) = fused_command(&run, &readers, escapes) {
                 out.push(command);
                 kernels += 1;
-                replaced += end - i;
-                i = end;
+                replaced += members.len();
+                for k in members {
+                    fused[k] = true;
+                }
                 continue;
             }
         }
-        out.extend(commands[i..end.max(i + 1)].iter().cloned());
-        i = end.max(i + 1);
+        out.push(commands[i].clone());
     }
     (out, kernels, replaced)
 }
 
-/// The end (exclusive) of the run that starts at `start`: later element-wise commands of the
-/// same variant and element count that read an earlier member's result at their own index, while
-/// the run reads at most MAX_INPUTS buffers and writes at most MAX_OUTPUTS.
-fn run_end(
+/// The dependency level (as capture.rs's, over the unfused commands) at which each buffer is
+/// written; the program's inputs are at 0.
+fn written_levels(commands: &[Command]) -> HashMap<u64, usize> {
+    let mut written_at: HashMap<u64, usize> = HashMap::new();
+    for command in commands {
+        let (reads, writes) = command.accesses();
+        let ready = reads.iter().filter_map(|r| written_at.get(r)).copied().max().unwrap_or(0);
+        for w in writes {
+            written_at.insert(w, ready + 1);
+        }
+    }
+    written_at
+}
+
+/// The most commands a run passes over to reach a later member.
+const MAX_SKIP: usize = 16;
+
+/// The members (command indices, in order) of the run that starts at `start`: later element-wise
+/// commands of the same variant and element count that read an earlier member's result at their
+/// own index, while the run reads at most MAX_INPUTS buffers and writes at most MAX_OUTPUTS.
+/// Commands already fused into an earlier kernel run before `start` and are passed freely.
+fn run(
+    commands: &[Command],
     parsed: &[Option<Elementwise>],
+    levels: &HashMap<u64, usize>,
+    fused: &[bool],
     start: usize,
     readers: &HashMap<u64, usize>,
     escapes: &HashSet<u64>,
-) -> usize {
-    let Some(first) = &parsed[start] else { return start + 1 };
+) -> Vec<usize> {
+    let Some(first) = &parsed[start] else { return vec![start] };
+    let mut run = vec![start];
     // Reads of each member's result by later members of the run.
     let mut inner_reads: HashMap<u64, usize> = HashMap::new();
     let mut members: Vec<u64> = vec![handle(&first.out)];
     let mut externals: HashSet<u64> = first.operands.iter().map(|(b, _)| handle(b)).collect();
-    let mut end = start + 1;
-    while end < parsed.len() && end - start < MAX_OPS {
-        let Some(next) = &parsed[end] else { break };
-        if next.n != first.n {
-            break;
+    // The level by which everything the run reads from outside it is written.
+    let level =
+        |buffers: &mut dyn Iterator<Item = u64>| buffers.filter_map(|h| levels.get(&h)).copied().max().unwrap_or(0);
+    let mut ready = level(&mut externals.iter().copied());
+    // What the commands passed over read and write.
+    let (mut passed_reads, mut passed_writes) = (HashSet::new(), HashSet::new());
+    let mut passed = 0;
+    let mut k = start + 1;
+    while k < parsed.len() && run.len() < MAX_OPS && passed <= MAX_SKIP {
+        if fused[k] {
+            k += 1;
+            continue;
         }
-
-        let mut chained = false;
-        let mut ok = true;
-        let mut new_externals = externals.clone();
-        for (b, access) in &next.operands {
-            let h = handle(b);
-            if members.contains(&h) {
-                chained = true;
-                ok &= *access == Access::Linear;
-            } else {
-                new_externals.insert(h);
+        let (reads, writes) = commands[k].accesses();
+        let joined = parsed[k].as_ref().filter(|next| next.n == first.n).and_then(|next| {
+            let independent = reads.iter().all(|r| !passed_writes.contains(r))
+                && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
+            let mut chained = false;
+            let mut new_externals = externals.clone();
+            let mut new_inner = inner_reads.clone();
+            for (b, access) in &next.operands {
+                let h = handle(b);
+                if let Some(at) = members.iter().position(|m| *m == h) {
+                    let source = parsed[run[at]].as_ref()?;
+                    if *access != Access::Linear || !register_fits(next, source) {
+                        return None;
+                    }
+                    chained = true;
+                    *new_inner.entry(h).or_default() += 1;
+                } else {
+                    new_externals.insert(h);
+                }
+            }
+            let mut new_members = members.clone();
+            new_members.push(handle(&next.out));
+            // A member that waits for a later level than the run so far delays the kernel, and
+            // with it whatever else reads the run's results: it joins only when nothing does.
+            let new_ready = level(&mut new_externals.iter().copied());
+            let delays = new_ready > ready
+                && members.iter().any(|h| {
+                    escapes.contains(h) || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
+                });
+            // One that reads no member joins only where it waits for nothing the run does not
+            // (siblings: two casts that one op then combines).
+            (independent
+                && (chained || new_ready <= ready)
+                && !delays
+                && new_externals.len() <= MAX_INPUTS
+                && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
+                .then_some((new_externals, new_inner, new_members, new_ready))
+        });
+        match joined {
+            Some(state) => {
+                (externals, inner_reads, members, ready) = state;
+                run.push(k);
+            }
+            None => {
+                passed += 1;
+                passed_reads.extend(reads);
+                passed_writes.extend(writes);
             }
         }
-        if !chained || !ok || new_externals.len() > MAX_INPUTS {
-            break;
-        }
-        let mut new_inner = inner_reads.clone();
-        for (b, _) in &next.operands {
-            let h = handle(b);
-            if members.contains(&h) {
-                *new_inner.entry(h).or_default() += 1;
-            }
-        }
-        let mut new_members = members.clone();
-        new_members.push(handle(&next.out));
-        if outputs(&new_members, &new_inner, readers, escapes).len() > MAX_OUTPUTS {
-            break;
-        }
-        (externals, inner_reads, members) = (new_externals, new_inner, new_members);
-        end += 1;
+        k += 1;
     }
-    end
+    run
+}
+
+/// Whether `next` can take `source`'s result from its register: a convert of an 8-bit integer
+/// reads a comparison's predicate, one of a 32-bit integer a select's bits; every other op
+/// reads f32 values, which no comparison holds.
+fn register_fits(next: &Elementwise, source: &Elementwise) -> bool {
+    match next.kind {
+        Kind::Convert => match convert_input(next.op) {
+            Some("uint8_t") => source.kind == Kind::Compare,
+            Some("int" | "uint") => matches!(source.kind, Kind::Select | Kind::Copy),
+            _ => false,
+        },
+        _ => source.kind != Kind::Compare || next.kind == Kind::Select,
+    }
 }
 
 /// The members (by their results' handles, in run order) whose results the kernel must write:
@@ -263,15 +376,10 @@ fn outputs(
 }
 
 /// One dispatch of the generated kernel for `run`.
-fn fused_command(
-    run: &[Option<Elementwise>],
-    readers: &HashMap<u64, usize>,
-    escapes: &HashSet<u64>,
-) -> Result<Command> {
-    let run: Vec<&Elementwise> = run.iter().map(|e| e.as_ref().expect("a run holds element-wise commands")).collect();
+fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &HashSet<u64>) -> Result<Command> {
     let last = run.last().expect("a run is not empty");
-    // Buffers read from memory: (buffer, whether it holds predicates).
-    let mut inputs: Vec<(Subbuffer<[u8]>, bool)> = Vec::new();
+    // Buffers read from memory: (buffer, the GLSL type of its elements).
+    let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
     let mut results: HashMap<u64, usize> = HashMap::new();
     let mut body = String::new();
     for (k, e) in run.iter().enumerate() {
@@ -279,12 +387,23 @@ fn fused_command(
         for (at, (b, access)) in e.operands.iter().enumerate() {
             let h = handle(b);
             if let Some(&j) = results.get(&h) {
-                args.push(format!("t{j}"));
+                // A convert's operand in a register: a predicate, or a select's 4-byte bits.
+                args.push(match (e.kind, convert_input(e.op)) {
+                    (Kind::Convert, Some("uint8_t")) => format!("(t{j} ? 1 : 0)"),
+                    (Kind::Convert, Some("int")) => format!("floatBitsToInt(t{j})"),
+                    (Kind::Convert, _) => format!("floatBitsToUint(t{j})"),
+                    _ => format!("t{j}"),
+                });
                 continue;
             }
             let predicate = e.kind == Kind::Select && at == 0;
-            let x = inputs.iter().position(|(x, p)| handle(x) == h && *p == predicate).unwrap_or_else(|| {
-                inputs.push((b.clone(), predicate));
+            let ty = match e.kind {
+                _ if predicate => "uint8_t",
+                Kind::Convert => convert_input(e.op).expect("parse admits these converts only"),
+                _ => "T",
+            };
+            let x = inputs.iter().position(|(x, t)| handle(x) == h && *t == ty).unwrap_or_else(|| {
+                inputs.push((b.clone(), ty));
                 inputs.len() - 1
             });
             let read = format!("in{x}[{}]", index(access));
@@ -295,6 +414,9 @@ fn fused_command(
             Kind::Binary => format!("T t{k} = result(binary_apply({}u, W({}), W({})));", e.op, args[0], args[1]),
             Kind::Compare => format!("bool t{k} = compare_apply({}u, W({}), W({}));", e.op, args[0], args[1]),
             Kind::Select => format!("T t{k} = {} ? {} : {};", args[0], args[1], args[2]),
+            // As convert.comp: the integer widened to 64 bits, then one conversion to f32.
+            Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
+            Kind::Copy => format!("T t{k} = {};", args[0]),
         };
         let _ = writeln!(body, "    {line}");
         results.insert(handle(&e.out), k);
@@ -317,9 +439,8 @@ fn fused_command(
     source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
     source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
     let ty = |predicate: bool| if predicate { "uint8_t" } else { "T" };
-    for (k, (_, predicate)) in inputs.iter().enumerate() {
-        let _ =
-            writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ {} in{k}[]; }};", ty(*predicate));
+    for (k, (_, t)) in inputs.iter().enumerate() {
+        let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ {t} in{k}[]; }};");
     }
     for (j, &k) in written.iter().enumerate() {
         let binding = inputs.len() + j;
