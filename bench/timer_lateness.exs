@@ -1,7 +1,7 @@
 # How late another process's 5 ms timer fires while nx_vulkan works (target: <= 10 ms), and how
 # long a first-use burst takes with a cold and a warm on-disk pipeline cache.
 #
-#   mix run bench/timer_lateness.exs
+#   mix run bench/timer_lateness.exs     (or: elixir bench/timer_lateness.exs with apps on ERL_LIBS)
 #
 # Runs itself twice as a child VM (`--child`) with NXV_PIPELINE_CACHE set to a fresh directory:
 # the first child starts cold (every pipeline compiled), the second warm (the first one's cache).
@@ -121,13 +121,15 @@ case System.argv() do
     env = [{"NXV_PIPELINE_CACHE", dir}]
 
     for start <- ["cold", "warm"] do
+      # Under Mix (mix run) the child is a mix run too; under plain elixir (the H200 host's
+      # bundle, apps on ERL_LIBS), an elixir of this file.
+      {command, args} =
+        if Code.ensure_loaded?(Mix.Project) and Mix.Project.get(),
+          do: {"mix", ["run", "bench/timer_lateness.exs", "--child"]},
+          else: {"elixir", [__ENV__.file, "--child"]}
+
       {us, {out, _}} =
-        :timer.tc(fn ->
-          System.cmd("mix", ["run", "bench/timer_lateness.exs", "--child"],
-            env: env,
-            stderr_to_stdout: true
-          )
-        end)
+        :timer.tc(fn -> System.cmd(command, args, env: env, stderr_to_stdout: true) end)
 
       IO.write("#{start} start (child VM #{div(us, 1000)} ms): #{out}")
     end
