@@ -124,7 +124,7 @@ case System.argv() do
       # Under Mix (mix run) the child is a mix run too; under plain elixir (the H200 host's
       # bundle, apps on ERL_LIBS), an elixir of this file.
       {command, args} =
-        if Code.ensure_loaded?(Mix.Project) and Mix.Project.get(),
+        if Process.whereis(Mix.ProjectStack),
           do: {"mix", ["run", "bench/timer_lateness.exs", "--child"]},
           else: {"elixir", [__ENV__.file, "--child"]}
 

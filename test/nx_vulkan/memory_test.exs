@@ -86,12 +86,14 @@ defmodule Nx.Vulkan.MemoryTest do
 
     assert_receive {:sums, [2.0, 3.0, 4.0]}, 60_000
     Nx.Vulkan.Native.reclaim()
-    assert Nx.Vulkan.memory().live >= 96 * @mib
+    live = Nx.Vulkan.memory().live
+    assert live >= 96 * @mib
     # Room for one new 16 MiB buffer and a half; the next block needs two.
     Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 24 * @mib)
     assert Nx.to_number(block(10)[5]) == 15.0
     assert Process.alive?(holder)
-    assert Nx.Vulkan.memory().live < 64 * @mib
+    # The holder's 96 MiB went, the new block's 16 MiB came.
+    assert Nx.Vulkan.memory().live <= live - 64 * @mib
     send(holder, :stop)
   end
 

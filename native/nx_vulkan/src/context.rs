@@ -129,20 +129,27 @@ fn nice_this_thread_to(nice: i32) {
 /// process's 5 ms timer waiting up to ~47 ms on a 2-core machine. Niced, they still get every core
 /// the schedulers leave idle. On a GPU the driver's threads are mostly idle and this changes
 /// nothing.
+///
+/// The thread then stays (parked) for the VM's life: a driver may keep per-thread state for the
+/// thread that created its instance, as it would for a thread that lives on in most programs.
 fn create_on_niced_thread() -> std::result::Result<Context, Error> {
     let nice = driver_nice()?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("nx_vulkan_init".into())
         // Vulkan drivers (lavapipe especially) want more stack than a BEAM scheduler has.
         .stack_size(16 << 20)
         .spawn(move || {
             nice_this_thread_to(nice);
-            std::panic::catch_unwind(Context::create)
-                .unwrap_or_else(|_| Err(Error::Vulkan("creating the Vulkan context panicked".into())))
+            let created = std::panic::catch_unwind(Context::create)
+                .unwrap_or_else(|_| Err(Error::Vulkan("creating the Vulkan context panicked".into())));
+            let _ = tx.send(created);
+            loop {
+                std::thread::park();
+            }
         })
-        .map_err(|e| Error::Vulkan(format!("starting the thread that creates the Vulkan context: {e}")))?
-        .join()
-        .unwrap_or_else(|_| Err(Error::Vulkan("the thread creating the Vulkan context panicked".into())))
+        .map_err(|e| Error::Vulkan(format!("starting the thread that creates the Vulkan context: {e}")))?;
+    rx.recv().unwrap_or_else(|_| Err(Error::Vulkan("the thread creating the Vulkan context panicked".into())))
 }
 
 fn type_rank(t: PhysicalDeviceType) -> u32 {
