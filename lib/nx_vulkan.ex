@@ -26,8 +26,10 @@ defmodule Nx.Vulkan do
   fusion off, `NXV_PRERECORD=0` pre-recording.
 
   A `while` or `cond` whose condition depends on no argument (a fixed trip count, such as
-  `Nx.Random`'s loops) is decided at capture: the loop unrolls into the program. Functions whose
-  control flow depends on the arguments, hooks, or anything that needs the host mid-work (a
+  `Nx.Random`'s loops) is decided at capture: the loop unrolls into the program. Hooks compile:
+  each call hands the hooked values to the hook functions (the `:hooks` option's, else the
+  hook's own) in the Evaluator's order, once the program is queued. Functions whose control
+  flow depends on the arguments, hooks on tokens, or anything that needs the host mid-work (a
   host fallback, an integer division by a tensor's deferred check) run under the Evaluator on
   the eager backend instead, every call, with the same results; `Nx.Vulkan.compiler_census/0`
   counts those calls by reason. Telemetry: `[:nx_vulkan, :compile]` and `[:nx_vulkan, :run]`

@@ -14,9 +14,14 @@ defmodule Nx.Vulkan.Compiler do
   # The Evaluator reads `while` conditions and `cond` predicates on the host. At capture, a value
   # that depends on no argument is real (input-independent commands run at once: constant
   # folding), so such a read works and a loop with a fixed trip count unrolls into the program.
+  # Hooks: at capture every named hook records the value it is given instead of calling back;
+  # those values become outputs of the program too, and each call hands them to the hook
+  # functions (the `:hooks` option's, else the hook's own), in the order the Evaluator would
+  # call them, once the program is queued (a hook that reads its value waits for it).
+  #
   # Functions the capture cannot hold run under the Evaluator on the eager backend, every call,
-  # counted by reason (census/0): control flow that depends on the arguments, hooks and tokens
-  # (host callbacks), and anything else that needs the host mid-work (a host fallback, a
+  # counted by reason (census/0): control flow that depends on the arguments, tokens and runtime
+  # calls (host callbacks), and anything else that needs the host mid-work (a host fallback, a
   # deferred check of integer division by a tensor...). Results are the same either way; only
   # the speed differs.
   #
@@ -133,9 +138,22 @@ defmodule Nx.Vulkan.Compiler do
     evaluator = Evaluator.__compile__(key, vars, fn _ -> expr end, opts)
 
     program =
-      case unsupported(expr, opts) do
-        nil -> capture(evaluator, vars)
-        reason -> {:evaluator, reason}
+      case unsupported(expr) do
+        {nil, []} ->
+          capture(evaluator, vars, [])
+
+        {nil, hooks} ->
+          # The hooks record at capture; a call hands their values to the functions the
+          # Evaluator would resolve: the :hooks option's, else the hook's own (nil: none).
+          overrides = Keyword.get(opts, :hooks, %{})
+          recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
+          callbacks = Map.new(hooks, fn {name, own} -> {name, overrides[name] || own} end)
+          options = Keyword.put(opts, :hooks, recorders)
+          capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)
+          capture(capturing, vars, callbacks)
+
+        {reason, _} ->
+          {:evaluator, reason}
       end
 
     done = System.monotonic_time()
@@ -161,37 +179,49 @@ defmodule Nx.Vulkan.Compiler do
 
   defp us(native), do: System.convert_time_unit(native, :native, :microsecond)
 
-  # Why the expression cannot be captured, or nil: host callbacks. (`while` and `cond` are tried:
-  # a condition that depends on no argument, such as a fixed trip count, is read at capture and
-  # the loop unrolls into the program; one that depends on them makes the capture give up.)
-  defp unsupported(expr, opts) do
-    if Keyword.get(opts, :hooks, %{}) != %{} do
-      "hooks given to the compiler"
-    else
-      {_, reason} = Composite.reduce(expr, {%{}, nil}, &scan/2)
-      reason
-    end
+  # {why the expression cannot be captured or nil, its hooks as {name, own callback}}. (`while` and `cond`
+  # are tried: a condition that depends on no argument, such as a fixed trip count, is read at
+  # capture and the loop unrolls into the program; one that depends on them makes the capture
+  # give up.)
+  defp unsupported(expr) do
+    {_, reason, hooks} = Composite.reduce(expr, {%{}, nil, []}, &scan/2)
+    {reason, Enum.uniq(hooks)}
   end
 
   @host_ops %{
-    token: "hooks (host callbacks)",
-    attach_token: "hooks (host callbacks)",
+    token: "hooks on tokens (host callbacks)",
+    attach_token: "hooks on tokens (host callbacks)",
     runtime_call: "a runtime call (a host callback)"
   }
 
-  defp scan(_, {_, reason} = acc) when reason != nil, do: acc
+  defp scan(_, {_, reason, _} = acc) when reason != nil, do: acc
 
-  defp scan(%T{data: %Expr{id: id, op: op, args: args}}, {seen, nil}) do
+  defp scan(%T{data: %Expr{id: id, op: op, args: args}}, {seen, nil, hooks}) do
     cond do
-      Map.has_key?(seen, id) -> {seen, nil}
-      Map.has_key?(@host_ops, op) -> {seen, @host_ops[op]}
-      true -> Enum.reduce(args, {Map.put(seen, id, true), nil}, &scan_arg/2)
+      Map.has_key?(seen, id) ->
+        {seen, nil, hooks}
+
+      Map.has_key?(@host_ops, op) ->
+        {seen, @host_ops[op], hooks}
+
+      op == :hook ->
+        case hook_name(Enum.at(args, 1)) do
+          nil ->
+            {seen, "a hook without a name", hooks}
+
+          name ->
+            hook = {name, hook_callback(Enum.at(args, 1))}
+            Enum.reduce(args, {Map.put(seen, id, true), nil, [hook | hooks]}, &scan_arg/2)
+        end
+
+      true ->
+        Enum.reduce(args, {Map.put(seen, id, true), nil, hooks}, &scan_arg/2)
     end
   end
 
   defp scan(_, acc), do: acc
 
-  defp scan_arg(_, {_, reason} = acc) when reason != nil, do: acc
+  defp scan_arg(_, {_, reason, _} = acc) when reason != nil, do: acc
   defp scan_arg(%T{} = t, acc), do: scan(t, acc)
   defp scan_arg(list, acc) when is_list(list), do: Enum.reduce(list, acc, &scan_arg/2)
 
@@ -200,8 +230,23 @@ defmodule Nx.Vulkan.Compiler do
 
   defp scan_arg(_, acc), do: acc
 
-  # Runs the function once on placeholders while capturing; the program, or why not.
-  defp capture(evaluator, vars) do
+  # A hook's callback spec, as Nx.Defn.Expr.hook/2 builds it and the Evaluator resolves it.
+  defp hook_name({:named, name, _callback}), do: name
+  defp hook_name({:token_hook, _expr, inner}), do: hook_name(inner)
+  defp hook_name(_), do: nil
+
+  defp hook_callback({:named, _name, callback}), do: callback
+  defp hook_callback({:token_hook, _expr, inner}), do: hook_callback(inner)
+
+  @hook_values :nx_vulkan_hook_values
+
+  defp record_hook(name, value),
+    do: Process.put(@hook_values, [{name, value} | Process.get(@hook_values, [])])
+
+  # Runs the function once on placeholders while capturing; the program, or why not. Named
+  # hooks record their values (`callbacks`: name => the function a call hands them to).
+  defp capture(evaluator, vars, callbacks) do
+    Process.delete(@hook_values)
     # The compiled function gets the arguments' tensors as one flat list.
     placeholders = vars |> Composite.flatten_list() |> Enum.map(&placeholder/1)
     Native.capture_begin(Enum.map(placeholders, & &1.data.ref)) |> Native.unwrap!()
@@ -220,15 +265,22 @@ defmodule Nx.Vulkan.Compiler do
         end
     else
       output ->
-        outputs = Composite.flatten_list([output])
+        # The hooks' values, in the order they were given: more outputs of the program.
+        hooks = @hook_values |> Process.get([]) |> Enum.reverse()
+        hooked = Enum.map(hooks, fn {_name, value} -> value end)
+        outputs = Composite.flatten_list([output | hooked])
 
         if Enum.all?(outputs, &match?(%T{data: %Nx.Vulkan.Backend{}}, &1)) do
           refs = Enum.map(outputs, & &1.data.ref)
 
           case Native.capture_end(Enum.map(placeholders, & &1.data.ref), refs)
                |> Native.unwrap!() do
-            {:gave_up, reason} -> {:evaluator, reason}
-            {:ok, ref, kinds} -> %{ref: ref, kinds: kinds, output: output}
+            {:gave_up, reason} ->
+              {:evaluator, reason}
+
+            {:ok, ref, kinds} ->
+              functions = Enum.map(hooks, fn {name, _value} -> callbacks[name] end)
+              %{ref: ref, kinds: kinds, output: {output, List.to_tuple(hooked)}, hooks: functions}
           end
         else
           Native.capture_cancel()
@@ -237,6 +289,7 @@ defmodule Nx.Vulkan.Compiler do
     after
       # Whatever happened, this process captures nothing more (a no-op after capture_end).
       Native.capture_cancel()
+      Process.delete(@hook_values)
     end
   end
 
@@ -254,7 +307,7 @@ defmodule Nx.Vulkan.Compiler do
     result
   end
 
-  defp call(%{ref: ref, kinds: kinds, output: output}, nil, params) do
+  defp call(%{ref: ref, kinds: kinds, output: output, hooks: hooks}, nil, params) do
     started = System.monotonic_time()
     inputs = Enum.map(params, &device_input(&1.()))
 
@@ -264,7 +317,7 @@ defmodule Nx.Vulkan.Compiler do
     inputs = List.to_tuple(inputs)
     bump(:replays)
 
-    {result, []} =
+    {{result, hooked}, []} =
       Composite.traverse(output, kinds, fn %T{data: data} = t, [kind | rest] ->
         data =
           case kind do
@@ -277,8 +330,15 @@ defmodule Nx.Vulkan.Compiler do
       end)
 
     Composite.flatten_list([result]) |> Enum.each(&Nx.Vulkan.Backend.account_result/1)
+    run_hooks(hooks, Tuple.to_list(hooked))
     :telemetry.execute([:nx_vulkan, :run], %{host_us: us(System.monotonic_time() - started)}, %{})
     result
+  end
+
+  # Each hook's function (nil: none) with its value of this call, in the Evaluator's order.
+  defp run_hooks(functions, values) do
+    for {fun, value} <- Enum.zip(functions, values), fun != nil, do: fun.(value)
+    :ok
   end
 
   defp device_input(%T{} = t) do

@@ -28,6 +28,18 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     x |> Nx.exp() |> hook(:seen) |> Nx.add(1)
   end
 
+  defn hooks_everywhere(x, y) do
+    a = hook(Nx.exp(x), :a)
+    {b, _} = hook({Nx.add(a, y), y}, :pair)
+
+    {b, _} =
+      while {b, i = 0}, i < 3 do
+        {hook(b * 2, :loop), i + 1}
+      end
+
+    hook(Nx.subtract(b, 1), fn t -> send(Process.get(:hook_test_pid), {:own, t}) end)
+  end
+
   defn dropout(key, x) do
     {mask, _key} = Nx.Random.uniform(key, shape: Nx.shape(x))
     Nx.select(mask > 0.5, x / 0.5, 0.0)
@@ -428,6 +440,49 @@ defmodule Nx.Vulkan.CompilerTest do
       assert_raise ArithmeticError, fn ->
         divide.(Nx.tensor([1, 2]), Nx.tensor([1, 0])) |> Nx.to_list()
       end
+    end
+
+    test "hooks get every call's values, in the Evaluator's order, from a compiled program" do
+      parent = self()
+      Process.put(:hook_test_pid, parent)
+      seen = fn name -> &send(parent, {name, &1}) end
+      hooks = %{a: seen.(:a), pair: seen.(:pair), loop: seen.(:loop)}
+
+      run = fn compiler, x, y ->
+        Nx.Defn.jit(&Fns.hooks_everywhere/2, [hooks: hooks] ++ compiler).(x, y)
+      end
+
+      received = fn ->
+        for _ <- 1..6 do
+          receive do
+            {name, value} -> {name, bits(value)}
+          after
+            5_000 -> flunk("a hook was not called")
+          end
+        end
+      end
+
+      for seed <- [1, 2] do
+        x = random({3, 4}, :f32, 1.0, seed)
+        y = random({3, 4}, :f32, 1.0, seed + 10)
+        expected = bits(run.([], x, y))
+        evaluator = received.()
+
+        {result, delta} = census_delta(fn -> run.([compiler: Nx.Vulkan], x, y) end)
+        assert bits(result) == expected
+        assert received.() == evaluator
+        assert delta.evaluator == %{}
+        assert [:a, :pair, :loop, :loop, :loop, :own] == Enum.map(evaluator, &elem(&1, 0))
+      end
+
+      # Without the :hooks option, named hooks with no function of their own do nothing.
+      x = random({3, 4})
+      Nx.Defn.jit(&Fns.hooks_everywhere/2, compiler: Nx.Vulkan).(x, x)
+      assert_receive {:own, own}
+      assert bits(own) == bits(Nx.Defn.jit(&Fns.hooks_everywhere/2).(x, x))
+      refute_received {:a, _}
+      assert_receive {:own, _}
+      refute_received _
     end
 
     test "a deferred check on an argument passes to the outputs computed from it" do
