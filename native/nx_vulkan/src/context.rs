@@ -294,6 +294,8 @@ impl Context {
             Err(_) if coopmat => (false, create(false).map_err(|e| Error::vulkan("creating the Vulkan device", e))?),
             Err(e) => return Err(Error::vulkan("creating the Vulkan device", e)),
         };
+        // After the driver has loaded, so that at exit this runs before its destructors.
+        crate::exit_guard::register();
         let queue = queues
             .next()
             .ok_or_else(|| Error::Vulkan("the device returned no queue".into()))?;

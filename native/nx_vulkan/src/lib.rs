@@ -7,6 +7,7 @@ mod device;
 mod dtype;
 mod error;
 mod events;
+mod exit_guard;
 mod fuse;
 mod memory;
 mod ops;

@@ -197,6 +197,7 @@ pub fn preload_modules() {
         .name("nx_vulkan_modules".into())
         .spawn(|| {
             for kernel in crate::shaders::all() {
+                let _inside = crate::exit_guard::enter();
                 let _ = std::panic::catch_unwind(|| module(kernel));
             }
         });
@@ -219,6 +220,7 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
                 crate::context::nice_this_thread();
                 while let Ok(slot) = rx.recv() {
                     // Errors are reported where the dispatch is recorded.
+                    let _inside = crate::exit_guard::enter();
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.get()));
                     if rx.is_empty() {
                         pipeline_disk_cache::save_if_dirty();

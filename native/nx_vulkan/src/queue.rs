@@ -325,6 +325,7 @@ pub fn throttle() -> Result<()> {
 fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
     while let Ok(message) = control.recv() {
+        let _inside = crate::exit_guard::enter();
         match message {
             Control::Drain => recorder.drain(&pending),
             Control::Flush(reason, reply) => {

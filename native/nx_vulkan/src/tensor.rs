@@ -137,6 +137,7 @@ pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 static TRIMMER: Lazy<()> = Lazy::new(|| {
     let _ = std::thread::Builder::new().name("nxv-pool-trim".into()).spawn(|| loop {
         std::thread::sleep(std::time::Duration::from_millis(TRIM_PERIOD_MS));
+        let _inside = crate::exit_guard::enter();
         trim_idle();
     });
 });
