@@ -31,7 +31,8 @@ defmodule TimerLateness do
     IO.puts(
       "#{s.pipeline_disk_cache.status} cache (#{s.pipeline_disk_cache.bytes} bytes loaded): " <>
         "first-use burst #{burst_ms} ms, #{s.pipelines_created} pipelines created in " <>
-        "#{div(s.pipeline_create_us, 1000)} ms of builder time; worst timer lateness " <>
+        "#{div(s.pipeline_create_us, 1000)} ms of builder time (#{div(s.pipeline_driver_us, 1000)} ms in " <>
+        "the driver); worst timer lateness " <>
         "#{burst_late} ms during the burst, #{flush_late} ms during a #{flush_ms} ms flush"
     )
   end

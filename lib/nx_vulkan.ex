@@ -287,7 +287,8 @@ defmodule Nx.Vulkan do
   Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
   flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
   (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits (and the time
-  spent creating them, `pipeline_create_us`; what the on-disk cache held at start,
+  spent creating them, `pipeline_create_us`, of which `pipeline_driver_us` inside the driver's
+  vkCreateComputePipelines; what the on-disk cache held at start,
   `pipeline_disk_cache`), live and peak device bytes, everything allocated (`allocated_bytes`,
   `peak_allocated_bytes`) against `memory_limit`, the pending queue (`queued_commands`,
   `queued_bytes`) against its bound (`pending_max_commands`, `pending_max_bytes`), and the policy

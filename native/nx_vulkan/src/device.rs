@@ -247,6 +247,7 @@ fn stats(env: Env) -> Term {
             ("fused_kernels_from_disk", crate::fuse::FROM_DISK.load(Ordering::Relaxed).encode(env)),
             ("pipelines_cached", cached.encode(env)),
             ("pipeline_create_us", create_us.encode(env)),
+            ("pipeline_driver_us", crate::pipelines::DRIVER_US.load(Ordering::Relaxed).encode(env)),
             ("pipeline_disk_cache", disk_cache_term(env, disk_cache_path, disk_cache)),
             ("live_bytes", live_bytes.encode(env)),
             ("live_buffers", live_buffers.encode(env)),

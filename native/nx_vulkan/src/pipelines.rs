@@ -103,6 +103,7 @@ impl Pipeline {
             .map_err(|e| Error::vulkan(&format!("pipeline layout of {name}"), format!("{e:?}")))?;
         let layout = PipelineLayout::new(c.device.clone(), layout_info)
             .map_err(|e| Error::vulkan(&format!("pipeline layout of {name}"), e))?;
+        let in_driver = Instant::now();
         let pipeline = ComputePipeline::new(
             c.device.clone(),
             pipeline_disk_cache::cache(),
@@ -112,6 +113,7 @@ impl Pipeline {
         let us = started.elapsed().as_micros() as u64;
         CREATED.fetch_add(1, Ordering::Relaxed);
         CREATE_US.fetch_add(us, Ordering::Relaxed);
+        DRIVER_US.fetch_add(in_driver.elapsed().as_micros() as u64, Ordering::Relaxed);
         pipeline_disk_cache::mark_dirty();
         crate::events::pipeline_created(name, self.op, us);
         Ok(pipeline)
@@ -124,6 +126,9 @@ static MODULES: Lazy<DashMap<(usize, usize), Result<Arc<ShaderModule>>>> = Lazy:
 
 pub static CREATED: AtomicU64 = AtomicU64::new(0);
 pub static CREATE_US: AtomicU64 = AtomicU64::new(0);
+/// Of CREATE_US, the time in vkCreateComputePipelines (the driver's compile, or its cache hit);
+/// the rest is specializing and reflecting the SPIR-V and the layouts.
+pub static DRIVER_US: AtomicU64 = AtomicU64::new(0);
 pub static HITS: AtomicU64 = AtomicU64::new(0);
 
 /// The pipeline slot for `kernel` with specialization constant 0 set to `op` (kernels without one
