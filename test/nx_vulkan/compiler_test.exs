@@ -249,6 +249,28 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
+      # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
+      f = fn x ->
+        y = x |> Nx.exp() |> Nx.sin() |> Nx.cos() |> Nx.tanh() |> Nx.sigmoid()
+        {y |> Nx.atan() |> Nx.cosh() |> Nx.add(x), Nx.multiply(y, 2.0)}
+      end
+
+      args = for seed <- [31, 32], do: [random({4096}, :f64, 1.0, seed)]
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+      assert info.dispatches == 9
+      # The argument, two results, the constant 2.0 and the chain's intermediates in two
+      # buffers (one written while the other is read): 6 buffers for 9 results.
+      assert info.buffers == 6, inspect(info)
+      assert info.bytes == 5 * 4096 * 8 + 8
+
+      for cap <- [0, 4] do
+        Nx.Vulkan.set_batch_max(cap)
+        assert_same(f, args)
+      end
+    end
+
     test "a fused chain past 2^24 elements (a 2-D grid of workgroups) and a broadcast row" do
       rows = div(2 ** 24, 7) + 200
       n = rows * 7

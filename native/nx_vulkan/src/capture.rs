@@ -371,7 +371,25 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
     let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(std::mem::take(&mut state.commands), &escapes);
     let barriers_in_capture_order = queue::barriers_needed(&fused_list);
-    let commands = by_level(fused_list);
+    let (commands, levels) = by_level(fused_list);
+    // What a replay's caller sees or the program keeps between replays keeps its own buffer.
+    let keep: HashSet<u64> =
+        input_handles.iter().chain(&escapes).copied().chain(state.folded.keys().copied()).collect();
+    let (commands, unused) = share_buffers(commands, &levels, &keep);
+    // The program holds what its commands bind and what it returns; intermediates that fused
+    // kernels keep in registers, or that share another's buffer now, go back to the pool.
+    let bound: HashSet<u64> = commands
+        .iter()
+        .flat_map(|c| {
+            let (reads, writes) = c.accesses();
+            reads.into_iter().chain(writes)
+        })
+        .collect();
+    let returned: HashSet<u64> = outputs.iter().filter_map(|o| o.get().ok()).map(|b| handle(&b)).collect();
+    state.held.retain(|h, _| {
+        !unused.contains(h)
+            && (bound.contains(h) || returned.contains(h) || keep.contains(h) || !state.allocated.contains(h))
+    });
     let depends = dependencies(&commands, &input_handles, &fresh);
     let copies = inputs.len() + fresh.len();
     let output_buffers = fresh
@@ -413,7 +431,7 @@ fn capture_cancel(env: Env) -> rustler::Atom {
 /// recorder's hazard tracking puts one barrier between levels instead of one before nearly every
 /// command of a chain-ordered capture (a barrier costs ~2 us on the H200, as much as a small
 /// dispatch). Each command still computes from the same values, so results do not change.
-fn by_level(commands: Vec<Command>) -> Vec<Command> {
+fn by_level(commands: Vec<Command>) -> (Vec<Command>, Vec<usize>) {
     let mut written_at: HashMap<u64, usize> = HashMap::new();
     let mut read_at: HashMap<u64, usize> = HashMap::new();
     let mut levels = Vec::with_capacity(commands.len());
@@ -437,7 +455,83 @@ fn by_level(commands: Vec<Command>) -> Vec<Command> {
     }
     let mut ordered: Vec<(usize, Command)> = levels.into_iter().zip(commands).collect();
     ordered.sort_by_key(|(level, _)| *level);
-    ordered.into_iter().map(|(_, c)| c).collect()
+    ordered.into_iter().map(|(level, c)| (c, level)).unzip()
+}
+
+/// Liveness-based reuse: an intermediate (not in `keep`) whose values are all written by the
+/// program before any command reads it, and used in levels `[first, last]`, takes over the
+/// buffer of an earlier intermediate of the same size whose last use is at a lower level than
+/// `first`. Levels are separated by barriers wherever one's accesses conflict with the next's
+/// (the recorder's hazard tracking sees the shared buffer's reads and writes), so no command of
+/// the new value's writes can overtake a read of the old one; each command still reads what it
+/// read before. Returns the commands and the buffers (handles) they no longer use.
+fn share_buffers(commands: Vec<Command>, levels: &[usize], keep: &HashSet<u64>) -> (Vec<Command>, HashSet<u64>) {
+    // Per buffer: the range it is bound at (only whole, identical bindings are swapped), the
+    // levels of its first and last use, and whether a command reads it before one writes it.
+    struct Use {
+        binding: Subbuffer<[u8]>,
+        first: usize,
+        last: usize,
+        written: bool,
+        swappable: bool,
+    }
+    let mut uses: HashMap<u64, Use> = HashMap::new();
+    let mut order: Vec<u64> = Vec::new();
+    for (command, &level) in commands.iter().zip(levels) {
+        let (reads, writes) = command.accesses();
+        let bindings: SmallVec<[Subbuffer<[u8]>; 8]> = match command {
+            Command::Dispatch(d) => d.bindings.iter().cloned().collect(),
+            Command::Copy { src, dst, .. } => SmallVec::from_vec(vec![src.clone(), dst.clone()]),
+            Command::Program(_) => return (commands, HashSet::new()),
+        };
+        for binding in bindings {
+            let h = handle(&binding);
+            let written_here = writes.contains(&h);
+            let entry = uses.entry(h).or_insert_with(|| {
+                order.push(h);
+                Use { binding: binding.clone(), first: level, last: level, written: false, swappable: true }
+            });
+            entry.last = entry.last.max(level);
+            entry.swappable &= binding.offset() == entry.binding.offset() && binding.size() == entry.binding.size();
+            if reads.contains(&h) && !entry.written {
+                entry.swappable = false;
+            }
+            entry.written |= written_here;
+        }
+    }
+    // Greedy, in order of first use: each candidate takes the first free buffer of its size.
+    let mut free: Vec<(u64, Subbuffer<[u8]>, usize)> = Vec::new();
+    let mut swap: HashMap<u64, Subbuffer<[u8]>> = HashMap::new();
+    let mut candidates: Vec<u64> =
+        order.into_iter().filter(|h| !keep.contains(h) && uses[h].swappable && uses[h].written).collect();
+    candidates.sort_by_key(|h| uses[h].first);
+    for h in candidates {
+        let u = &uses[&h];
+        let size = u.binding.size();
+        match free.iter().position(|(_, b, free_after)| b.size() == size && *free_after < u.first) {
+            Some(at) => {
+                free[at].2 = u.last;
+                swap.insert(h, free[at].1.clone());
+            }
+            None => free.push((h, u.binding.clone(), u.last)),
+        }
+    }
+    if swap.is_empty() {
+        return (commands, HashSet::new());
+    }
+    let swapped = |b: &Subbuffer<[u8]>| swap.get(&handle(b)).cloned().unwrap_or_else(|| b.clone());
+    let commands = commands
+        .into_iter()
+        .map(|command| match command {
+            Command::Dispatch(mut d) => {
+                d.bindings.iter_mut().for_each(|b| *b = swapped(b));
+                Command::Dispatch(d)
+            }
+            Command::Copy { src, dst, bytes } => Command::Copy { src: swapped(&src), dst: swapped(&dst), bytes },
+            other => other,
+        })
+        .collect();
+    (commands, swap.keys().copied().collect())
 }
 
 /// For each fresh output, the inputs whose values flow into it, following the commands in order
