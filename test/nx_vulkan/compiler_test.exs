@@ -249,6 +249,43 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    test "reductions with element-wise epilogues: sums, products, max and min, NaN and infinities" do
+      specials =
+        <<0x7FC01234::32-little, 0xFF800000::32-little, 0x7F800000::32-little,
+          0x80000000::32-little>>
+
+      # 12 x 40 x 5, a few special values spread through it; every reduction folds <= 64 elements
+      # (serially on every device).
+      x =
+        random({12, 40, 5}, :f32, 3.0, 41)
+        |> Nx.put_slice([3, 7, 0], Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
+
+      y = random({12, 5}, :f32, 1.0, 42)
+
+      f = fn x, y ->
+        sums = Nx.sum(x, axes: [1]) |> Nx.abs() |> Nx.log1p() |> Nx.multiply(y)
+        mean = Nx.mean(x, axes: [1]) |> Nx.subtract(y)
+        maxes = Nx.reduce_max(x, axes: [1]) |> Nx.exp() |> Nx.min(10.0)
+        mins = Nx.reduce_min(x, axes: [1]) |> Nx.greater(y)
+        products = x |> Nx.slice([0, 0, 0], [12, 6, 5]) |> Nx.product(axes: [1]) |> Nx.tanh()
+        # Over the first and last axes: a strided reduction layout.
+        outer = Nx.sum(x, axes: [0, 2]) |> Nx.sqrt() |> Nx.negate()
+        {sums, mean, maxes, mins, products, outer}
+      end
+
+      args = [[x, y], [Nx.negate(x), Nx.multiply(y, 3.0)]]
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+
+      if fuses?() do
+        # Each reduction's epilogue joined it: no reduction or element-wise kernel of its own.
+        kinds = Enum.frequencies(info.kernels)
+        refute Map.has_key?(kinds, "reduce_serial_f32p"), inspect(info.kernels)
+        refute Map.has_key?(kinds, "unary_f32p"), inspect(info.kernels)
+        assert kinds["fused_elementwise"] >= 6
+      end
+    end
+
     test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
       # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
       f = fn x ->

@@ -66,6 +66,10 @@ enum Kind {
     /// copy_b4 into a whole contiguous result (a broadcast, transpose or slice materialized):
     /// its input's bits through an offset and strides, held as a select's are.
     Copy,
+    /// reduce_serial_f32p (one output per invocation folding its reduced elements in order): only
+    /// as a run's first member, whose push constants (its layout) the fused kernel then takes;
+    /// the ops after it work on its result at the output's index (an epilogue).
+    Reduce,
 }
 
 fn kind(name: &str) -> Option<Kind> {
@@ -76,6 +80,7 @@ fn kind(name: &str) -> Option<Kind> {
         "select_b4" => Kind::Select,
         "convert" => Kind::Convert,
         "copy_b4" => Kind::Copy,
+        "reduce_serial_f32p" => Kind::Reduce,
         _ => return None,
     })
 }
@@ -102,7 +107,13 @@ fn convert_input(op: u32) -> Option<&'static str> {
 #[derive(Clone, PartialEq)]
 enum Access {
     Linear,
-    Strided { offset: i64, dims: SmallVec<[u64; 6]>, strides: SmallVec<[i64; 6]> },
+    /// A reduction's input, read through its own push constants.
+    Reduced,
+    Strided {
+        offset: i64,
+        dims: SmallVec<[u64; 6]>,
+        strides: SmallVec<[i64; 6]>,
+    },
 }
 
 /// One element-wise dispatch, read back from its push constants (the headers of unary.comp,
@@ -114,6 +125,7 @@ struct Elementwise {
     /// Operands: (buffer, access).
     operands: SmallVec<[(Subbuffer<[u8]>, Access); 3]>,
     out: Subbuffer<[u8]>,
+    push: [u32; PUSH_WORDS],
 }
 
 impl Elementwise {
@@ -170,9 +182,10 @@ fn parse(command: &Command) -> Option<Elementwise> {
             }
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
+        Kind::Reduce if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Reduced)]),
         _ => return None,
     };
-    Some(Elementwise { kind, op: d.pipeline.op(), n, operands, out })
+    Some(Elementwise { kind, op: d.pipeline.op(), n, operands, out, push: d.push })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -290,43 +303,45 @@ fn run(
             continue;
         }
         let (reads, writes) = commands[k].accesses();
-        let joined = parsed[k].as_ref().filter(|next| next.n == first.n).and_then(|next| {
-            let independent = reads.iter().all(|r| !passed_writes.contains(r))
-                && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
-            let mut chained = false;
-            let mut new_externals = externals.clone();
-            let mut new_inner = inner_reads.clone();
-            for (b, access) in &next.operands {
-                let h = handle(b);
-                if let Some(at) = members.iter().position(|m| *m == h) {
-                    let source = parsed[run[at]].as_ref()?;
-                    if *access != Access::Linear || !register_fits(next, source) {
-                        return None;
+        let joined =
+            parsed[k].as_ref().filter(|next| next.n == first.n && next.kind != Kind::Reduce).and_then(|next| {
+                let independent = reads.iter().all(|r| !passed_writes.contains(r))
+                    && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
+                let mut chained = false;
+                let mut new_externals = externals.clone();
+                let mut new_inner = inner_reads.clone();
+                for (b, access) in &next.operands {
+                    let h = handle(b);
+                    if let Some(at) = members.iter().position(|m| *m == h) {
+                        let source = parsed[run[at]].as_ref()?;
+                        if *access != Access::Linear || !register_fits(next, source) {
+                            return None;
+                        }
+                        chained = true;
+                        *new_inner.entry(h).or_default() += 1;
+                    } else {
+                        new_externals.insert(h);
                     }
-                    chained = true;
-                    *new_inner.entry(h).or_default() += 1;
-                } else {
-                    new_externals.insert(h);
                 }
-            }
-            let mut new_members = members.clone();
-            new_members.push(handle(&next.out));
-            // A member that waits for a later level than the run so far delays the kernel, and
-            // with it whatever else reads the run's results: it joins only when nothing does.
-            let new_ready = level(&mut new_externals.iter().copied());
-            let delays = new_ready > ready
-                && members.iter().any(|h| {
-                    escapes.contains(h) || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
-                });
-            // One that reads no member joins only where it waits for nothing the run does not
-            // (siblings: two casts that one op then combines).
-            (independent
-                && (chained || new_ready <= ready)
-                && !delays
-                && new_externals.len() <= MAX_INPUTS
-                && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
-                .then_some((new_externals, new_inner, new_members, new_ready))
-        });
+                let mut new_members = members.clone();
+                new_members.push(handle(&next.out));
+                // A member that waits for a later level than the run so far delays the kernel, and
+                // with it whatever else reads the run's results: it joins only when nothing does.
+                let new_ready = level(&mut new_externals.iter().copied());
+                let delays = new_ready > ready
+                    && members.iter().any(|h| {
+                        escapes.contains(h)
+                            || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
+                    });
+                // One that reads no member joins only where it waits for nothing the run does not
+                // (siblings: two casts that one op then combines).
+                (independent
+                    && (chained || new_ready <= ready)
+                    && !delays
+                    && new_externals.len() <= MAX_INPUTS
+                    && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
+                    .then_some((new_externals, new_inner, new_members, new_ready))
+            });
         match joined {
             Some(state) => {
                 (externals, inner_reads, members, ready) = state;
@@ -407,7 +422,12 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
                 inputs.len() - 1
             });
             let read = format!("in{x}[{}]", index(access));
-            args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
+            args.push(match access {
+                _ if predicate => format!("({read} != uint8_t(0))"),
+                // A reduction indexes its input itself.
+                Access::Reduced => format!("in{x}"),
+                _ => read,
+            });
         }
         let line = match e.kind {
             Kind::Unary => format!("T t{k} = result(unary_apply({}u, W({})));", e.op, args[0]),
@@ -417,6 +437,13 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
             // As convert.comp: the integer widened to 64 bits, then one conversion to f32.
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
             Kind::Copy => format!("T t{k} = {};", args[0]),
+            // As reduce_serial.comp, over the push constants (its layout) the kernel takes.
+            Kind::Reduce => format!(
+                "ACC a{k} = identity();\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
+                 for (uint r = 0; r < pc[1]; ++r) a{k} = combine(a{k}, ACC({}[strided(r, pc[3], 17, 23, base{k})]));\n    \
+                 T t{k} = T(a{k});",
+                args[0]
+            ),
         };
         let _ = writeln!(body, "    {line}");
         results.insert(handle(&e.out), k);
@@ -437,6 +464,9 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     source.push_str(DEFINES);
     source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
     source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
+    if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce) {
+        let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
+    }
     source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
     let ty = |predicate: bool| if predicate { "uint8_t" } else { "T" };
     for (k, (_, t)) in inputs.iter().enumerate() {
@@ -460,7 +490,8 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     let per = pipeline.per_invocation as u64;
     let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
     bindings.extend(written.iter().map(|&k| run[k].out.clone()));
-    let mut push = [0; PUSH_WORDS];
+    // A reduction (always the first member) brings its layout; pc[0] is the output count either way.
+    let mut push = if run[0].kind == Kind::Reduce { run[0].push } else { [0; PUSH_WORDS] };
     push[0] = last.n as u32;
     Ok(Command::Dispatch(Dispatch {
         name: "fused_elementwise",
@@ -475,7 +506,7 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
 /// The element an operand is read at, for output element `i`, as GLSL.
 fn index(access: &Access) -> String {
     match access {
-        Access::Linear => "i".into(),
+        Access::Linear | Access::Reduced => "i".into(),
         Access::Strided { offset, dims, strides } => {
             // Row-major digits of i over dims, last dim first (as binary.comp decodes them).
             let mut terms = vec![offset.to_string()];
@@ -512,6 +543,7 @@ fn include(name: &str) -> Option<&'static str> {
         "unary_ops.glsl" => include_str!("../shaders/unary_ops.glsl"),
         "binary_ops.glsl" => include_str!("../shaders/binary_ops.glsl"),
         "compare_ops.glsl" => include_str!("../shaders/compare_ops.glsl"),
+        "reduce_ops.glsl" => include_str!("../shaders/reduce_ops.glsl"),
         _ => return None,
     })
 }
