@@ -3,6 +3,7 @@
 //! an error returned to Elixir (with a message saying what to install), not a failed NIF load.
 use crate::error::{Error, Result};
 use once_cell::sync::OnceCell;
+use std::collections::HashSet;
 use std::sync::Arc;
 use vulkano::command_buffer::allocator::{StandardCommandBufferAllocator, StandardCommandBufferAllocatorCreateInfo};
 use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
@@ -87,15 +88,17 @@ static CONTEXT: OnceCell<std::result::Result<Context, Error>> = OnceCell::new();
 /// The process-wide context; the first call creates it (and any error is returned forever after).
 pub fn ctx() -> Result<&'static Context> {
     CONTEXT
-        .get_or_init(create_on_niced_thread)
+        .get_or_init(create_on_init_thread)
         .as_ref()
         .map_err(|e| e.clone())
 }
 
-/// The nice value of the driver's threads and nx_vulkan's own (`NXV_DRIVER_NICE`, 0 to 19;
-/// default 19). Measured on a 2-core machine (Linux 6.18's EEVDF scheduler, lavapipe): two
-/// busy threads at nice 10 still kept a nice-0 process's 5 ms timer up to 15 ms late, at 19 up
-/// to 5 ms; a long flush ran no slower.
+/// The nice value of a CPU device's driver threads and of the pipeline builders there
+/// (`NXV_DRIVER_NICE`, 0 to 19; default 19). Measured on a 2-core machine (Linux 6.18's EEVDF
+/// scheduler, lavapipe): two busy threads at nice 10 still kept a nice-0 process's 5 ms timer up
+/// to 15 ms late, at 19 up to 5 ms; a long flush ran no slower. On a GPU nothing is niced: there
+/// the driver's threads compile pipelines, and at nice 19 the H200's took 40 ms a pipeline
+/// instead of 1.5 (cache hits, one process, 16 idle cores).
 fn driver_nice() -> std::result::Result<i32, Error> {
     match std::env::var("NXV_DRIVER_NICE") {
         Ok(s) if !s.trim().is_empty() => match s.trim().parse::<i32>() {
@@ -106,43 +109,57 @@ fn driver_nice() -> std::result::Result<i32, Error> {
     }
 }
 
-/// Lowers the calling thread's priority to the driver's (`driver_nice()`): for nx_vulkan's own
-/// background threads, which must not take the CPU from the BEAM's schedulers either.
+/// Lowers the calling thread's priority to the driver's (`driver_nice()`) on a CPU device: for
+/// nx_vulkan's own threads that compile (the pipeline builders), which must not take the cores
+/// from the BEAM's schedulers either.
 pub fn nice_this_thread() {
-    // A bad setting fails the context's creation, which reports it.
-    nice_this_thread_to(driver_nice().unwrap_or(19));
+    if crate::policy::cpu_device() {
+        // A bad setting fails the context's creation, which reports it.
+        set_nice(0, driver_nice().unwrap_or(19));
+    }
 }
 
-fn nice_this_thread_to(nice: i32) {
-    // On Linux this sets the calling thread's nice value, which threads it starts inherit.
+/// Sets the nice value of thread `tid` of this process (0: the calling thread). Raising it needs
+/// no privilege.
+fn set_nice(tid: u32, nice: i32) {
     #[cfg(target_os = "linux")]
     unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = nice;
+    let _ = (tid, nice);
 }
 
-/// Creates the context on a thread of its own whose nice value is `driver_nice()`. Threads a
-/// driver starts while the instance and device are created inherit that value: lavapipe's are the
-/// ones that run every kernel on the host's cores, and at the BEAM's priority they kept another
-/// process's 5 ms timer waiting up to ~47 ms on a 2-core machine. Niced, they still get every core
-/// the schedulers leave idle. On a GPU the driver's threads are mostly idle and this changes
-/// nothing.
+/// This process's threads (Linux; empty elsewhere).
+fn threads() -> HashSet<u32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|entries| entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Creates the context on a thread of its own (drivers want more stack than a BEAM scheduler
+/// has). On a CPU device, the threads the driver started meanwhile (lavapipe's, which run every
+/// kernel on the host's cores; at the BEAM's priority they kept another process's 5 ms timer
+/// waiting up to ~47 ms on a 2-core machine) get `driver_nice()`: they still have every core the
+/// schedulers leave idle.
 ///
 /// The thread then stays (parked) for the VM's life: a driver may keep per-thread state for the
 /// thread that created its instance, as it would for a thread that lives on in most programs.
-fn create_on_niced_thread() -> std::result::Result<Context, Error> {
+fn create_on_init_thread() -> std::result::Result<Context, Error> {
     let nice = driver_nice()?;
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("nx_vulkan_init".into())
-        // Vulkan drivers (lavapipe especially) want more stack than a BEAM scheduler has.
         .stack_size(16 << 20)
         .spawn(move || {
-            nice_this_thread_to(nice);
+            let before = threads();
             let created = std::panic::catch_unwind(Context::create)
                 .unwrap_or_else(|_| Err(Error::Vulkan("creating the Vulkan context panicked".into())));
+            if matches!(&created, Ok(c) if c.info.device_type == "cpu") {
+                for tid in threads().difference(&before) {
+                    set_nice(*tid, nice);
+                }
+            }
             let _ = tx.send(created);
             loop {
                 std::thread::park();
