@@ -208,12 +208,18 @@ pub fn preload_modules() {
         });
 }
 
-/// Threads that create queued pipelines: half the cores (at least one, at most four), so a burst
-/// of first uses compiles in parallel without taking every core from the BEAM.
+/// Threads that create queued pipelines: half the cores (at least one, at most four;
+/// `NXV_PIPELINE_BUILDERS` sets the count, 1 to 64), so a burst of first uses compiles in
+/// parallel without taking every core from the BEAM.
 static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
     let (tx, rx) = unbounded::<Arc<Pipeline>>();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for i in 0..(cores / 2).clamp(1, 4) {
+    let builders = std::env::var("NXV_PIPELINE_BUILDERS")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| (1..=64).contains(&n))
+        .unwrap_or((cores / 2).clamp(1, 4));
+    for i in 0..builders {
         let rx = rx.clone();
         let _ = std::thread::Builder::new()
             .name(format!("nx_vulkan_pipelines_{i}"))
