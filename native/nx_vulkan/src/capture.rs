@@ -31,9 +31,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use vulkano::buffer::Subbuffer;
 use vulkano::command_buffer::CommandBuffer;
 
-/// NXV_PRERECORD=0 (read once): every replay records its commands again with the caller's
-/// buffers, never the copies around a pre-recorded program (for measuring one against the other).
-static PRERECORD_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_PRERECORD").is_ok_and(|v| v == "0"));
+/// NXV_PRERECORD (read once): `0`, every replay records its commands again with the caller's
+/// buffers; `1`, every program is pre-recorded (copies around it); otherwise by size (for
+/// measuring one against the other).
+static PRERECORD: Lazy<Option<bool>> = Lazy::new(|| match std::env::var("NXV_PRERECORD").as_deref() {
+    Ok("0") => Some(false),
+    Ok("1") => Some(true),
+    _ => None,
+});
 
 /// Captures in progress, in any process: while zero, `scope` and the hooks cost one load.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -398,7 +403,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let program = Program {
-        prerecorded: commands.len() > 2 * copies && !*PRERECORD_OFF,
+        prerecorded: PRERECORD.unwrap_or(commands.len() > 2 * copies),
         commands,
         _held: state.held.drain().map(|(_, h)| h).collect(),
         inputs: input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect(),
