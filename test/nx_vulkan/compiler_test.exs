@@ -286,41 +286,6 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
-    test "reductions with element-wise prologues: products, squares read elsewhere, broadcasts" do
-      x = random({12, 40, 5}, :f32, 3.0, 51)
-      z = random({12, 40, 5}, :f32, 1.0, 52)
-      row = random({40, 5}, :f32, 1.0, 53)
-
-      nan =
-        Nx.from_binary(<<0x7FC01234::32-little, 0xFF800000::32-little>>, :f32)
-        |> Nx.reshape({1, 1, 2})
-
-      x = Nx.put_slice(x, [5, 9, 1], nan)
-
-      f = fn x, z, row ->
-        dotted = Nx.sum(Nx.multiply(x, z), axes: [1])
-        squares = Nx.multiply(x, x)
-        # A prologue result read elsewhere is written too, at each element the loop folds.
-        norms = Nx.sum(squares, axes: [2]) |> Nx.sqrt()
-        peaks = Nx.add(x, row) |> Nx.subtract(0.5) |> Nx.reduce_max(axes: [0])
-        m = Nx.reduce_max(x, axes: [1], keep_axes: true)
-        lse = Nx.subtract(x, m) |> Nx.exp() |> Nx.sum(axes: [1]) |> Nx.log()
-        {dotted, norms, Nx.add(squares, 1.0), peaks, lse}
-      end
-
-      args = [[x, z, row], [z, x, Nx.negate(row)]]
-      assert_same(f, args)
-      info = Nx.Vulkan.program_info(f, hd(args))
-
-      if fuses?() do
-        # Every reduction took its prologue (and epilogue) into one kernel, but the max of the
-        # argument itself (nothing to fuse: the subtract reads it broadcast).
-        assert Enum.count(info.kernels, &(&1 == "reduce_serial_f32p")) == 1, inspect(info.kernels)
-        refute "binary_f32p" in info.kernels, inspect(info.kernels)
-        assert info.dispatches == 5, inspect(info.kernels)
-      end
-    end
-
     test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
       # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
       f = fn x ->
@@ -628,10 +593,7 @@ defmodule Nx.Vulkan.CompilerTest do
       {params, x, labels} = MNISTMLP.inputs({32, 784, 128, 10}, Nx.Vulkan.Backend)
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
       # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy).
-      assert %{prerecorded: prerecorded, replay_copies: copies} = info
-      # Pre-recorded, a replay copies the 6 arguments in and the 5 results out.
-      assert copies == if(prerecorded, do: 11, else: 0)
-      assert %{fused_kernels: kernels, fused_ops: ops} = info
+      assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
       assert kernels >= 1 == fuses?()
       if fuses?(), do: assert(info.dispatches == 48 - ops + kernels)
       assert info.barriers < info.barriers_in_capture_order

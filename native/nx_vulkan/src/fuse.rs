@@ -293,10 +293,6 @@ fn run(
     let level =
         |buffers: &mut dyn Iterator<Item = u64>| buffers.filter_map(|h| levels.get(&h)).copied().max().unwrap_or(0);
     let mut ready = level(&mut externals.iter().copied());
-    // Where the run's reduction is (at most one), and the element count members then have: a
-    // reduction's input count before it (its prologue), its output count after it (epilogue).
-    let mut reduce_at = (first.kind == Kind::Reduce).then_some(0);
-    let mut count = first.n;
     // What the commands passed over read and write.
     let (mut passed_reads, mut passed_writes) = (HashSet::new(), HashSet::new());
     let mut passed = 0;
@@ -307,57 +303,48 @@ fn run(
             continue;
         }
         let (reads, writes) = commands[k].accesses();
-        let reduces = |next: &&Elementwise| {
-            next.kind == Kind::Reduce && reduce_at.is_none() && count == next.n * next.push[1] as u64
-        };
-        let fits = |next: &&Elementwise| if next.kind == Kind::Reduce { reduces(next) } else { next.n == count };
-        let joined = parsed[k].as_ref().filter(fits).and_then(|next| {
-            let independent = reads.iter().all(|r| !passed_writes.contains(r))
-                && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
-            let mut chained = false;
-            let mut new_externals = externals.clone();
-            let mut new_inner = inner_reads.clone();
-            for (b, access) in &next.operands {
-                let h = handle(b);
-                if let Some(at) = members.iter().position(|m| *m == h) {
-                    let source = parsed[run[at]].as_ref()?;
-                    let expected = if next.kind == Kind::Reduce { Access::Reduced } else { Access::Linear };
-                    // An epilogue reads the reduction and what follows it, not its prologue.
-                    let prologue = reduce_at.is_some_and(|r| at < r);
-                    if *access != expected || prologue || !register_fits(next, source) {
-                        return None;
+        let joined =
+            parsed[k].as_ref().filter(|next| next.n == first.n && next.kind != Kind::Reduce).and_then(|next| {
+                let independent = reads.iter().all(|r| !passed_writes.contains(r))
+                    && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
+                let mut chained = false;
+                let mut new_externals = externals.clone();
+                let mut new_inner = inner_reads.clone();
+                for (b, access) in &next.operands {
+                    let h = handle(b);
+                    if let Some(at) = members.iter().position(|m| *m == h) {
+                        let source = parsed[run[at]].as_ref()?;
+                        if *access != Access::Linear || !register_fits(next, source) {
+                            return None;
+                        }
+                        chained = true;
+                        *new_inner.entry(h).or_default() += 1;
+                    } else {
+                        new_externals.insert(h);
                     }
-                    chained = true;
-                    *new_inner.entry(h).or_default() += 1;
-                } else {
-                    new_externals.insert(h);
                 }
-            }
-            let mut new_members = members.clone();
-            new_members.push(handle(&next.out));
-            // A member that waits for a later level than the run so far delays the kernel, and
-            // with it whatever else reads the run's results: it joins only when nothing does.
-            let new_ready = level(&mut new_externals.iter().copied());
-            let delays = new_ready > ready
-                && members.iter().any(|h| {
-                    escapes.contains(h) || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
-                });
-            // One that reads no member joins only where it waits for nothing the run does not
-            // (siblings: two casts that one op then combines).
-            (independent
-                && (chained || (new_ready <= ready && next.kind != Kind::Reduce))
-                && !delays
-                && new_externals.len() <= MAX_INPUTS
-                && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
-                .then_some((new_externals, new_inner, new_members, new_ready))
-        });
+                let mut new_members = members.clone();
+                new_members.push(handle(&next.out));
+                // A member that waits for a later level than the run so far delays the kernel, and
+                // with it whatever else reads the run's results: it joins only when nothing does.
+                let new_ready = level(&mut new_externals.iter().copied());
+                let delays = new_ready > ready
+                    && members.iter().any(|h| {
+                        escapes.contains(h)
+                            || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
+                    });
+                // One that reads no member joins only where it waits for nothing the run does not
+                // (siblings: two casts that one op then combines).
+                (independent
+                    && (chained || new_ready <= ready)
+                    && !delays
+                    && new_externals.len() <= MAX_INPUTS
+                    && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
+                    .then_some((new_externals, new_inner, new_members, new_ready))
+            });
         match joined {
             Some(state) => {
                 (externals, inner_reads, members, ready) = state;
-                if let Some(reduction) = parsed[k].as_ref().filter(|e| e.kind == Kind::Reduce) {
-                    reduce_at = Some(run.len());
-                    count = reduction.n;
-                }
                 run.push(k);
             }
             None => {
@@ -406,24 +393,11 @@ fn outputs(
 /// One dispatch of the generated kernel for `run`.
 fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &HashSet<u64>) -> Result<Command> {
     let last = run.last().expect("a run is not empty");
-    let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
-    let mut inner_reads: HashMap<u64, usize> = HashMap::new();
-    for (b, _) in run.iter().flat_map(|e| &e.operands) {
-        if members.contains(&handle(b)) {
-            *inner_reads.entry(handle(b)).or_default() += 1;
-        }
-    }
-    let written = outputs(&members, &inner_reads, readers, escapes);
-    // A reduction's prologue (the members before it) runs inside its loop, at each element `j`
-    // it folds (each element of its input once); the rest at the output's element `i`.
-    let reduce_at = run.iter().position(|e| e.kind == Kind::Reduce);
     // Buffers read from memory: (buffer, the GLSL type of its elements).
     let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
     let mut results: HashMap<u64, usize> = HashMap::new();
-    let (mut prologue, mut body) = (String::new(), String::new());
+    let mut body = String::new();
     for (k, e) in run.iter().enumerate() {
-        let in_prologue = reduce_at.is_some_and(|r| k < r);
-        let var = if in_prologue { "j" } else { "i" };
         let mut args: SmallVec<[String; 3]> = SmallVec::new();
         for (at, (b, access)) in e.operands.iter().enumerate() {
             let h = handle(b);
@@ -447,12 +421,15 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
                 inputs.push((b.clone(), ty));
                 inputs.len() - 1
             });
-            // A reduction reads its input at the element its loop folds.
-            let at_var = if *access == Access::Reduced { "j" } else { var };
-            let read = format!("in{x}[{}]", index(access, at_var));
-            args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
+            let read = format!("in{x}[{}]", index(access));
+            args.push(match access {
+                _ if predicate => format!("({read} != uint8_t(0))"),
+                // A reduction indexes its input itself.
+                Access::Reduced => format!("in{x}"),
+                _ => read,
+            });
         }
-        let mut line = match e.kind {
+        let line = match e.kind {
             Kind::Unary => format!("T t{k} = result(unary_apply({}u, W({})));", e.op, args[0]),
             Kind::Binary => format!("T t{k} = result(binary_apply({}u, W({}), W({})));", e.op, args[0], args[1]),
             Kind::Compare => format!("bool t{k} = compare_apply({}u, W({}), W({}));", e.op, args[0], args[1]),
@@ -460,26 +437,28 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
             // As convert.comp: the integer widened to 64 bits, then one conversion to f32.
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
             Kind::Copy => format!("T t{k} = {};", args[0]),
-            // As reduce_serial.comp, over the push constants (its layout) the kernel takes; the
-            // element folded is read from memory, or computed by the prologue in a register.
+            // As reduce_serial.comp, over the push constants (its layout) the kernel takes.
             Kind::Reduce => format!(
                 "ACC a{k} = identity();\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
-                 for (uint r = 0; r < pc[1]; ++r) {{\n        uint j = strided(r, pc[3], 17, 23, base{k});\n\
-                 {prologue}        a{k} = combine(a{k}, ACC({}));\n    }}\n    T t{k} = T(a{k});",
+                 for (uint r = 0; r < pc[1]; ++r) a{k} = combine(a{k}, ACC({}[strided(r, pc[3], 17, 23, base{k})]));\n    \
+                 T t{k} = T(a{k});",
                 args[0]
             ),
         };
-        if let Some(slot) = written.iter().position(|&w| w == k) {
-            let value = if e.predicate() { format!("uint8_t(t{k} ? 1 : 0)") } else { format!("t{k}") };
-            let indent = if in_prologue { "        " } else { "    " };
-            let _ = write!(line, "\n{indent}o{slot}[{var}] = {value};");
-        }
-        if in_prologue {
-            let _ = writeln!(prologue, "        {line}");
-        } else {
-            let _ = writeln!(body, "    {line}");
-        }
+        let _ = writeln!(body, "    {line}");
         results.insert(handle(&e.out), k);
+    }
+    let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
+    let mut inner_reads: HashMap<u64, usize> = HashMap::new();
+    for (b, _) in run.iter().flat_map(|e| &e.operands) {
+        if members.contains(&handle(b)) {
+            *inner_reads.entry(handle(b)).or_default() += 1;
+        }
+    }
+    let written = outputs(&members, &inner_reads, readers, escapes);
+    for (j, &k) in written.iter().enumerate() {
+        let value = if run[k].predicate() { format!("uint8_t(t{k} ? 1 : 0)") } else { format!("t{k}") };
+        let _ = writeln!(body, "    o{j}[i] = {value};");
     }
     let mut source = String::from("#version 450\n");
     source.push_str(DEFINES);
@@ -511,8 +490,8 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     let per = pipeline.per_invocation as u64;
     let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
     bindings.extend(written.iter().map(|&k| run[k].out.clone()));
-    // A reduction brings its layout; pc[0] is the count of elements `i` either way.
-    let mut push = reduce_at.map_or([0; PUSH_WORDS], |r| run[r].push);
+    // A reduction (always the first member) brings its layout; pc[0] is the output count either way.
+    let mut push = if run[0].kind == Kind::Reduce { run[0].push } else { [0; PUSH_WORDS] };
     push[0] = last.n as u32;
     Ok(Command::Dispatch(Dispatch {
         name: "fused_elementwise",
@@ -524,17 +503,17 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     }))
 }
 
-/// The element an operand is read at, for element `var` of the op, as GLSL.
-fn index(access: &Access, var: &str) -> String {
+/// The element an operand is read at, for output element `i`, as GLSL.
+fn index(access: &Access) -> String {
     match access {
-        Access::Linear | Access::Reduced => var.into(),
+        Access::Linear | Access::Reduced => "i".into(),
         Access::Strided { offset, dims, strides } => {
-            // Row-major digits of the index over dims, last dim first (as binary.comp decodes them).
+            // Row-major digits of i over dims, last dim first (as binary.comp decodes them).
             let mut terms = vec![offset.to_string()];
             let mut divisor = 1u64;
             for (&dim, &stride) in dims.iter().zip(strides).rev() {
                 if stride != 0 && dim != 1 {
-                    terms.push(format!("int(({var} / {divisor}u) % {dim}u) * ({stride})"));
+                    terms.push(format!("int((i / {divisor}u) % {dim}u) * ({stride})"));
                 }
                 divisor *= dim;
             }
