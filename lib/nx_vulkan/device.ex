@@ -133,6 +133,12 @@ defmodule Nx.Vulkan.Device do
       integer_env!("NXV_POOL_IDLE_MS", 10_000, 0, "a number of milliseconds (0: never)")
     )
 
+    # And buffers allocated longer ago than this are freed when released (and when the thread
+    # finds them pooled): the pool renews what long-running work keeps cycling.
+    Native.set_pool_max_age_ms(
+      integer_env!("NXV_POOL_MAX_AGE_MS", 600_000, 0, "a number of milliseconds (0: any age)")
+    )
+
     default_bytes = if limit == :infinity, do: 2 ** 62, else: max(div(limit, 4), 1)
 
     Nx.Vulkan.set_pending_limits(

@@ -81,6 +81,7 @@ nifs = [
   save_pipeline_cache: [],
   set_memory_limit: [:bytes],
   set_pool_idle_ms: [:ms],
+  set_pool_max_age_ms: [:ms],
   set_pending_limits: [:commands, :bytes],
   reset_peak: [],
   queue_full: [],

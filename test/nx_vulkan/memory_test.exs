@@ -35,6 +35,36 @@ defmodule Nx.Vulkan.MemoryTest do
     assert Nx.to_number(Nx.add(x, 1)[7]) == 8.0
   end
 
+  test "buffers allocated longer ago than NXV_POOL_MAX_AGE_MS are freed, not pooled" do
+    # The idle limit off: only the age limit frees here.
+    Nx.Vulkan.Native.set_pool_idle_ms(0)
+    Nx.Vulkan.Native.set_pool_max_age_ms(300)
+
+    on_exit(fn ->
+      Nx.Vulkan.Native.set_pool_idle_ms(10_000)
+      Nx.Vulkan.Native.set_pool_max_age_ms(600_000)
+    end)
+
+    x = Nx.iota({@mib}, type: :f32, backend: Nx.Vulkan.Backend)
+    young = Nx.add(x, 1)
+    old = Nx.add(x, 2)
+    Nx.Vulkan.flush()
+    Process.sleep(400)
+    pooled = Nx.Vulkan.memory().pooled
+    # Released past its age: freed at once.
+    Nx.backend_deallocate(old)
+    assert Nx.Vulkan.memory().pooled == pooled
+    # Released young (a fresh one), pooled; the trimming thread (once a second) frees it once
+    # it passes the age, though the idle limit is off.
+    fresh = Nx.add(x, 3)
+    Nx.Vulkan.flush()
+    Nx.backend_deallocate(fresh)
+    assert Nx.Vulkan.memory().pooled >= pooled + 4 * @mib
+    Process.sleep(2_500)
+    assert Nx.Vulkan.memory().pooled <= pooled
+    assert Nx.to_number(young[7]) == 8.0
+  end
+
   test "an allocation over the budget raises a clear error; the VM carries on and memory returns" do
     # Room for three blocks and the iota of a fourth, not for its sum.
     Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 72 * @mib)

@@ -138,6 +138,13 @@ fn set_pool_idle_ms(ms: u64) -> rustler::Atom {
     rustler::types::atom::ok()
 }
 
+/// How old (since allocation) a buffer may be and still be pooled, in ms (0: any age).
+#[rustler::nif]
+fn set_pool_max_age_ms(ms: u64) -> rustler::Atom {
+    crate::tensor::POOL_MAX_AGE_MS.store(ms, Ordering::Relaxed);
+    rustler::types::atom::ok()
+}
+
 /// The device-memory budget in bytes (0: none); see memory.rs.
 #[rustler::nif]
 fn set_memory_limit(bytes: u64) -> rustler::Atom {

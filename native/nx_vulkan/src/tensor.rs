@@ -133,6 +133,26 @@ struct Pool {
 /// to the device once the program moves on or goes idle.
 pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 
+/// How old (since its allocation) a buffer may be and still go back to the pool, in ms (0: any
+/// age; NXV_POOL_MAX_AGE_MS): older ones are freed when released, and the trimming thread frees
+/// pooled ones as they pass it, so the pool renews what long-running work keeps cycling.
+pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
+
+/// When each poolable buffer was allocated, by handle (an entry is replaced when the driver
+/// reuses a handle for a new buffer, and dropped with the buffer when the pool frees it).
+static BORN: Lazy<Mutex<HashMap<u64, Instant>>> = Lazy::new(Default::default);
+
+/// Whether `buffer` is past the age limit (and forgets its birth if so: it is about to go).
+fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>) -> bool {
+    let max_age = POOL_MAX_AGE_MS.load(Ordering::Relaxed);
+    let h = queue::handle(buffer);
+    let old = max_age != 0 && born.get(&h).is_some_and(|t| t.elapsed() > std::time::Duration::from_millis(max_age));
+    if old {
+        born.remove(&h);
+    }
+    old
+}
+
 /// Starts the trimming thread on first use of the pool.
 static TRIMMER: Lazy<()> = Lazy::new(|| {
     let _ = std::thread::Builder::new().name("nxv-pool-trim".into()).spawn(|| loop {
@@ -146,17 +166,20 @@ const TRIM_PERIOD_MS: u64 = 1000;
 /// Frees the pooled buffers that have waited longer than POOL_IDLE_MS.
 fn trim_idle() {
     let idle = POOL_IDLE_MS.load(Ordering::Relaxed);
-    if idle == 0 {
+    if idle == 0 && POOL_MAX_AGE_MS.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let max_age = std::time::Duration::from_millis(idle);
+    let idle = (idle != 0).then(|| std::time::Duration::from_millis(idle));
     // Taken out under the lock, freed after it: freeing device memory can take a while, and
     // every allocation waits on this lock.
     let mut expired = Vec::new();
+    let mut born = BORN.lock().unwrap_or_else(|e| e.into_inner());
     if let Ok(mut pool) = POOL.lock() {
         let mut freed = 0;
         for ((_, class), list) in pool.free.iter_mut() {
-            let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(_, since)| since.elapsed() > max_age);
+            let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(buffer, since)| {
+                idle.is_some_and(|idle| since.elapsed() > idle) || past_age(buffer, &mut born)
+            });
             freed += old.len() as u64 * class;
             *list = kept;
             expired.extend(old);
@@ -199,6 +222,9 @@ pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
     }
     let cap = pool_max_bytes();
     Lazy::force(&TRIMMER);
+    if past_age(&buffer, &mut BORN.lock().unwrap_or_else(|e| e.into_inner())) {
+        return;
+    }
     if let Ok(mut pool) = POOL.lock() {
         // Full: make room by dropping the oldest buffers of the class holding the most bytes
         // (memory in-flight commands still use is freed when they finish).
@@ -252,6 +278,19 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
         return Ok(buffer);
     }
     POOL_MISSES.fetch_add(1, Ordering::Relaxed);
+    let buffer = new_buffer(kind, bytes, size)?;
+    if size.is_power_of_two() && size <= POOL_MAX_BUFFER {
+        if let Ok(mut born) = BORN.lock() {
+            born.insert(queue::handle(&buffer), Instant::now());
+        }
+    }
+    Ok(buffer)
+}
+
+/// A new device buffer of `size` bytes (`bytes` asked for) for `kind`, past the budget only
+/// after reclaiming.
+fn new_buffer(kind: Kind, bytes: u64, size: u64) -> Result<Subbuffer<[u8]>> {
+    let c = ctx()?;
     let (usage, filter) = match kind {
         Kind::Tensor => (
             BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_SRC | BufferUsage::TRANSFER_DST,
