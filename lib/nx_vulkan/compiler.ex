@@ -145,12 +145,20 @@ defmodule Nx.Vulkan.Compiler do
         {nil, hooks} ->
           # The hooks record at capture; a call hands their values to the functions the
           # Evaluator would resolve: the :hooks option's, else the hook's own (nil: none).
+          # Recording goes by name, so hooks that share a name but not a function (and have
+          # no override) stay with the Evaluator, which calls each its own.
           overrides = Keyword.get(opts, :hooks, %{})
-          recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
           callbacks = Map.new(hooks, fn {name, own} -> {name, overrides[name] || own} end)
-          options = Keyword.put(opts, :hooks, recorders)
-          capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)
-          capture(capturing, vars, callbacks)
+
+          if map_size(callbacks) < length(hooks) and
+               Enum.any?(hooks, fn {name, own} -> callbacks[name] != (overrides[name] || own) end) do
+            {:evaluator, "hooks of one name with different functions"}
+          else
+            recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
+            options = Keyword.put(opts, :hooks, recorders)
+            capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)
+            capture(capturing, vars, callbacks)
+          end
 
         {reason, _} ->
           {:evaluator, reason}
@@ -179,10 +187,10 @@ defmodule Nx.Vulkan.Compiler do
 
   defp us(native), do: System.convert_time_unit(native, :native, :microsecond)
 
-  # {why the expression cannot be captured or nil, its hooks as {name, own callback}}. (`while` and `cond`
-  # are tried: a condition that depends on no argument, such as a fixed trip count, is read at
-  # capture and the loop unrolls into the program; one that depends on them makes the capture
-  # give up.)
+  # {why the expression cannot be captured or nil, its hooks as {name, own callback}}.
+  # (`while` and `cond` are tried: a condition that depends on no argument, such as a fixed trip
+  # count, is read at capture and the loop unrolls into the program; one that depends on them
+  # makes the capture give up.)
   defp unsupported(expr) do
     {_, reason, hooks} = Composite.reduce(expr, {%{}, nil, []}, &scan/2)
     {reason, Enum.uniq(hooks)}

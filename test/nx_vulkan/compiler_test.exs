@@ -534,8 +534,20 @@ defmodule Nx.Vulkan.CompilerTest do
         assert [:a, :pair, :loop, :loop, :loop, :own] == Enum.map(evaluator, &elem(&1, 0))
       end
 
-      # Without the :hooks option, named hooks with no function of their own do nothing.
+      # Two hooks of one name with different functions: the Evaluator calls each its own.
+      twice = fn x ->
+        a = Nx.Defn.Kernel.hook(Nx.exp(x), :same, &send(parent, {:first, &1}))
+        Nx.Defn.Kernel.hook(Nx.add(a, 1), :same, &send(parent, {:second, &1}))
+      end
+
       x = random({3, 4})
+      {_, delta} = census_delta(fn -> Nx.Defn.jit(twice, compiler: Nx.Vulkan).(x) end)
+      assert delta.evaluator == %{"hooks of one name with different functions" => 1}
+      assert_receive {:first, first}
+      assert_receive {:second, second}
+      assert bits(second) == bits(Nx.add(first, 1))
+
+      # Without the :hooks option, named hooks with no function of their own do nothing.
       Nx.Defn.jit(&Fns.hooks_everywhere/2, compiler: Nx.Vulkan).(x, x)
       assert_receive {:own, own}
       assert bits(own) == bits(Nx.Defn.jit(&Fns.hooks_everywhere/2).(x, x))
