@@ -147,13 +147,16 @@ defmodule Nx.Vulkan.Compiler do
           # Evaluator would resolve: the :hooks option's, else the hook's own (nil: none).
           # Recording goes by name, so hooks that share a name but not a function (and have
           # no override) stay with the Evaluator, which calls each its own.
+          # (`hooks` holds each {name, function} once, so a name twice has two functions.)
           overrides = Keyword.get(opts, :hooks, %{})
-          callbacks = Map.new(hooks, fn {name, own} -> {name, overrides[name] || own} end)
+          names = Enum.frequencies_by(hooks, &elem(&1, 0))
 
-          if map_size(callbacks) < length(hooks) and
-               Enum.any?(hooks, fn {name, own} -> callbacks[name] != (overrides[name] || own) end) do
+          if Enum.any?(names, fn {name, count} ->
+               count > 1 and not Map.has_key?(overrides, name)
+             end) do
             {:evaluator, "hooks of one name with different functions"}
           else
+            callbacks = Map.new(hooks, fn {name, own} -> {name, overrides[name] || own} end)
             recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
             options = Keyword.put(opts, :hooks, recorders)
             capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)

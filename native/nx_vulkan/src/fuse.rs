@@ -173,13 +173,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
         }
         // Only where it writes element i of its output at its own index i (offset 0, row-major
         // strides): then it is an element-wise op whose operand is read through strides.
-        Kind::Copy if d.bindings.len() == 2 => {
-            let rank = pc[1] as usize;
-            let dims: SmallVec<[u64; 6]> = pc[4..4 + rank.min(6)].iter().map(|&v| v as u64).collect();
-            let out_strides: SmallVec<[i64; 6]> = pc[20..20 + rank.min(6)].iter().map(|&v| v as i32 as i64).collect();
-            if rank > 6 || strided(pc[3] as i32 as i64, &dims, &out_strides) != Access::Linear {
-                return None;
-            }
+        Kind::Copy if d.bindings.len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
         Kind::Reduce if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Reduced)]),
@@ -271,9 +265,10 @@ fn written_levels(commands: &[Command]) -> HashMap<u64, usize> {
 const MAX_SKIP: usize = 16;
 
 /// The members (command indices, in order) of the run that starts at `start`: later element-wise
-/// commands of the same variant and element count that read an earlier member's result at their
-/// own index, while the run reads at most MAX_INPUTS buffers and writes at most MAX_OUTPUTS.
-/// Commands already fused into an earlier kernel run before `start` and are passed freely.
+/// commands over the same element count that read an earlier member's result at their own index
+/// (or, siblings, read none and wait for nothing more), while the run reads at most MAX_INPUTS
+/// buffers and writes at most MAX_OUTPUTS. Commands already fused into an earlier kernel run
+/// before `start` and are passed freely.
 fn run(
     commands: &[Command],
     parsed: &[Option<Elementwise>],

@@ -126,6 +126,15 @@ const POOL_MAX_BUFFER: u64 = 256 << 20;
 struct Pool {
     free: HashMap<(Kind, u64), Vec<(Subbuffer<[u8]>, Instant)>>,
     bytes: u64,
+    /// When each poolable buffer was allocated, by handle (for POOL_MAX_AGE_MS; an entry is
+    /// replaced when the driver reuses a handle for a new buffer, and dropped when the pool
+    /// frees the buffer for its age). Under the pool's lock: releasing a tensor takes no other.
+    born: HashMap<u64, Instant>,
+}
+
+/// Whether buffers of `size` bytes go back to the pool when released.
+fn poolable(size: u64) -> bool {
+    size <= POOL_MAX_BUFFER && size.is_power_of_two()
 }
 
 /// How long a buffer may sit unused in the pool, in ms (0: forever; NXV_POOL_IDLE_MS): a
@@ -137,10 +146,6 @@ pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 /// age; NXV_POOL_MAX_AGE_MS): older ones are freed when released, and the trimming thread frees
 /// pooled ones as they pass it, so the pool renews what long-running work keeps cycling.
 pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
-
-/// When each poolable buffer was allocated, by handle (an entry is replaced when the driver
-/// reuses a handle for a new buffer, and dropped with the buffer when the pool frees it).
-static BORN: Lazy<Mutex<HashMap<u64, Instant>>> = Lazy::new(Default::default);
 
 /// Whether `buffer` is past the age limit (and forgets its birth if so: it is about to go).
 fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>) -> bool {
@@ -173,18 +178,18 @@ fn trim_idle() {
     // Taken out under the lock, freed after it: freeing device memory can take a while, and
     // every allocation waits on this lock.
     let mut expired = Vec::new();
-    let mut born = BORN.lock().unwrap_or_else(|e| e.into_inner());
     if let Ok(mut pool) = POOL.lock() {
+        let Pool { free, bytes, born } = &mut *pool;
         let mut freed = 0;
-        for ((_, class), list) in pool.free.iter_mut() {
+        for ((_, class), list) in free.iter_mut() {
             let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(buffer, since)| {
-                idle.is_some_and(|idle| since.elapsed() > idle) || past_age(buffer, &mut born)
+                idle.is_some_and(|idle| since.elapsed() > idle) || past_age(buffer, born)
             });
             freed += old.len() as u64 * class;
             *list = kept;
             expired.extend(old);
         }
-        pool.bytes -= freed;
+        *bytes -= freed;
     }
     drop(expired);
 }
@@ -217,15 +222,15 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
 
 pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
     let class = buffer.size();
-    if class > POOL_MAX_BUFFER || !class.is_power_of_two() {
+    if !poolable(class) {
         return;
     }
     let cap = pool_max_bytes();
     Lazy::force(&TRIMMER);
-    if past_age(&buffer, &mut BORN.lock().unwrap_or_else(|e| e.into_inner())) {
-        return;
-    }
     if let Ok(mut pool) = POOL.lock() {
+        if past_age(&buffer, &mut pool.born) {
+            return;
+        }
         // Full: make room by dropping the oldest buffers of the class holding the most bytes
         // (memory in-flight commands still use is freed when they finish).
         while pool.bytes + class > cap {
@@ -279,9 +284,9 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
     }
     POOL_MISSES.fetch_add(1, Ordering::Relaxed);
     let buffer = new_buffer(kind, bytes, size)?;
-    if size.is_power_of_two() && size <= POOL_MAX_BUFFER {
-        if let Ok(mut born) = BORN.lock() {
-            born.insert(queue::handle(&buffer), Instant::now());
+    if poolable(size) {
+        if let Ok(mut pool) = POOL.lock() {
+            pool.born.insert(queue::handle(&buffer), Instant::now());
         }
     }
     Ok(buffer)
