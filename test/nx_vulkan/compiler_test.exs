@@ -286,6 +286,33 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    # 2^23 + 8 outputs (64 MiB inputs): at 2^24 the program would keep more than a quarter of
+    # lavapipe's memory budget and run under the Evaluator, and 2^24 outputs of a reduction need
+    # more than its 128 MiB binding holds.
+    test "a reduction epilogue, a cast and a broadcast copy over 2^23 outputs" do
+      rows = 2 ** 23 + 8
+      x = Nx.iota({rows, 2}, type: :f32) |> Nx.divide(rows)
+      ints = Nx.iota({rows}, type: :s32) |> Nx.remainder(1001)
+
+      f = fn x, ints ->
+        sums = Nx.sum(x, axes: [1]) |> Nx.multiply(0.5) |> Nx.subtract(Nx.as_type(ints, :f32))
+        spread = Nx.reduce_max(x, axes: [1]) |> Nx.broadcast({2, rows}) |> Nx.add(1.0)
+        {sums, spread}
+      end
+
+      assert_same(f, [[x, ints]])
+      assert %{kernels: kernels} = info = Nx.Vulkan.program_info(f, [x, ints])
+
+      if fuses?() do
+        # The sum with its epilogue and cast; the broadcast copy with its add; the max, read
+        # through a broadcast, on its own.
+        assert Enum.frequencies(kernels) == %{"fused_elementwise" => 2, "reduce_serial_f32p" => 1},
+               inspect(info)
+
+        assert info.fused_ops == 6
+      end
+    end
+
     test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
       # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
       f = fn x ->
