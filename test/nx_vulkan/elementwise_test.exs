@@ -347,5 +347,74 @@ defmodule Nx.Vulkan.ElementwiseTest do
       assert_device(&Nx.as_type(&1, :f64), [dev([1.5, -2.25], type: :bf16)])
       assert_device(&Nx.as_type(&1, :f32), [dev([1.5, -2.25], type: :f16)])
     end
+
+    # Every f16 and bf16 bit pattern (NaNs, subnormals and infinities among them), and the f32
+    # and f64 values at every f16 rounding boundary (each midpoint, a hair on either side of it,
+    # and the f16 value itself): bit for bit the BinaryBackend's, through the four-element path
+    # and its partial last group (the lengths are not multiples of 4).
+    test "f16 and bf16 to and from f32 and f64 at every rounding boundary, bit for bit" do
+      host = fn fun -> Nx.with_default_backend(Nx.BinaryBackend, fun) end
+      patterns = host.(fn -> Nx.iota({65_537}) |> Nx.remainder(65_536) |> Nx.as_type(:u16) end)
+
+      for narrow <- [:f16, :bf16], wide <- [:f32, :f64] do
+        same_bits!(Nx.bitcast(patterns, narrow), &Nx.as_type(&1, wide))
+      end
+
+      # The finite non-negative f16 values in order, as f32; their sign-flipped copies.
+      finite = host.(fn -> Nx.bitcast(Nx.iota({31_745}, type: :u16), :f16) |> Nx.as_type(:f32) end)
+
+      boundaries =
+        host.(fn ->
+          low = Nx.slice(finite, [0], [31_744])
+          mid = Nx.divide(Nx.add(low, Nx.slice(finite, [1], [31_744])), 2)
+          step = fn t, d -> t |> Nx.bitcast(:s32) |> Nx.add(d) |> Nx.bitcast(:f32) end
+          # 65520 and beyond (the tie to Inf), and values on the way to f32's top.
+          top = Nx.tensor([65_519.996, 65_520.0, 65_520.004, 1.0e5, 3.0e38], type: :f32)
+          positive = Nx.concatenate([low, mid, step.(mid, 1), step.(mid, -1), top])
+          Nx.concatenate([positive, Nx.negate(positive), Nx.tensor([:nan, :infinity], type: :f32)])
+        end)
+
+      same_bits!(boundaries, &Nx.as_type(&1, :f16))
+      same_bits!(boundaries, &Nx.as_type(&1, :bf16))
+
+      # f64 a hair either side of each f16 midpoint: rounded once to f16, not through f32.
+      wide =
+        host.(fn ->
+          mid = Nx.as_type(Nx.slice(boundaries, [31_744], [31_744]), :f64)
+          hair = Nx.multiply(mid, 2.0e-12)
+
+          Nx.concatenate([
+            mid,
+            Nx.add(mid, hair),
+            Nx.subtract(mid, hair),
+            Nx.tensor([1.0e-300, -1.0e-300])
+          ])
+        end)
+
+      same_bits!(wide, &Nx.as_type(&1, :f16))
+    end
+  end
+
+  # `fun` of host tensor `t` on the device and on the BinaryBackend: the same bits, resident.
+  defp same_bits!(t, fun) do
+    expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> fun.(t) end)
+    actual = fun.(Nx.backend_copy(t, Nx.Vulkan.Backend))
+    assert %Nx.Vulkan.Backend{} = actual.data
+    width = div(elem(actual.type, 1), 8)
+    got = Nx.to_binary(actual)
+    want = Nx.to_binary(expected)
+
+    if got != want do
+      at =
+        Enum.find(
+          0..(Nx.size(t) - 1),
+          &(binary_part(got, &1 * width, width) != binary_part(want, &1 * width, width))
+        )
+
+      flunk(
+        "#{inspect(t.type)} -> #{inspect(actual.type)} differs first at #{at}: input #{inspect(t[at])}, " <>
+          "device #{inspect(binary_part(got, at * width, width))}, host #{inspect(binary_part(want, at * width, width))}"
+      )
+    end
   end
 end
