@@ -320,6 +320,23 @@ defmodule Nx.Vulkan.ElementwiseTest do
     end
   end
 
+  # exp and sigmoid of f32 take a short f64 evaluation that gives way to the full routine near
+  # rounding points (math64.glsl); the two must agree everywhere (bench/f32_exhaustive.exs checks
+  # all 2^32 inputs). Here 2^20 bit patterns spread over every exponent and both signs.
+  test "f32 exp and sigmoid equal the f64 routines rounded to f32, over 2^20 patterns" do
+    x =
+      Nx.iota({1_048_576}, type: :u32, backend: Nx.Vulkan.Backend)
+      |> Nx.multiply(4096)
+      |> Nx.add(1229)
+      |> Nx.bitcast(:f32)
+
+    for fun <- [&Nx.exp/1, &Nx.sigmoid/1] do
+      short = Nx.bitcast(fun.(x), :u32)
+      full = x |> Nx.as_type(:f64) |> fun.() |> Nx.as_type(:f32) |> Nx.bitcast(:u32)
+      assert Nx.to_number(Nx.sum(Nx.not_equal(short, full))) == 0
+    end
+  end
+
   describe "as_type" do
     test "float to int: truncation, NaN to 0, infinities saturate" do
       t = dev([-1.7, 2.9, :nan, :infinity, :neg_infinity, 300.5, -129.0])

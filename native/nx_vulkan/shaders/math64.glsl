@@ -154,6 +154,43 @@ double exp64_dd(double x, double xt) {
 
 double exp64(double x) { return exp64_dd(x, 0.0lf); }
 
+// ---- f32 and f16 results, the short way --------------------------------------------------------
+// An f32 or f16 op needs exp64's value only as far as its rounding to f32 (or f16, whose rounding
+// points are all f32 values). A short evaluation within a few units of the last place of the
+// true value rounds the same way unless the value lies within that distance of an f32 value or
+// midpoint; there (once in millions) the op takes the full routine (Ziv's strategy). So results
+// are exp64's, bit for bit, at a third of the cost (H200, see README).
+
+// Whether y lies within 64 units of its last place of an f32 value or midpoint: bit 28 of the
+// mantissa is f32's rounding bit, bits 0-27 what a rounding would drop.
+bool near_f32_rounding_point(double y) {
+  uint dropped = unpackDouble2x32(y).x & 0x0fffffffu;
+  return ((dropped + 64u) & 0x0fffffffu) <= 128u;
+}
+
+// exp(x) within ~1 unit of the last place for an f32 value x in [-87, 88.5] (normal f32
+// results): x = (32k + j) ln2/32 + r exactly (x has 24 bits, n ln2_hi/32 at most 45), then
+// 2^k T_j (1 + expm1(r)) with expm1 by its Taylor series to r^7 (|r| <= ln2/64: the rest is
+// below 2^-66).
+double exp64_short(double x) {
+  double n = floor(x * (32.0lf / 6.93147180559945309417e-01lf) + 0.5lf);
+  double r = (x - n * (LN2_HI / 32.0lf)) - n * (LN2_LO / 32.0lf);
+  double p = r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf +
+             r * (1.0lf / 720.0lf + r * (1.0lf / 5040.0lf))))));
+  int ni = int(n);
+  int j = ni & 31;
+  double th = SHARED_TABLE ? exp2_table_hi[j] : EXP2_J32_HI[j];
+  double tl = SHARED_TABLE ? exp2_table_lo[j] : EXP2_J32_LO[j];
+  return ldexp(th + (th * p + tl), (ni - j) / 32);
+}
+
+// exp64 as an f32 or f16 op needs it (see above).
+double exp64_narrow(double x) {
+  if (!(x >= -87.0lf && x <= 88.5lf)) return exp64(x);
+  double y = exp64_short(x);
+  return near_f32_rounding_point(y) ? exp64(x) : y;
+}
+
 // ---- The fdlibm algorithms -------------------------------------------------------------------
 // From here on the routines follow the algorithms of Sun's fdlibm, which glibc's libm (and so
 // Erlang's :math, and so Nx.BinaryBackend) uses for expm1, log1p, sinh, cosh, tanh, asinh, acosh,
@@ -435,6 +472,16 @@ double tanh64(double x) {
 }
 
 double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
+
+// sigmoid64 as an f32 or f16 op needs it (see exp64_narrow): exp within ~1 unit, one addition
+// and one division (Vulkan allows f64 division 2.5 units) keep the short value within ~5 units.
+// Above 40, exp(-x) < 2^-57 and sigmoid64 gives 1 exactly.
+double sigmoid64_narrow(double x) {
+  if (x > 40.0lf) return 1.0lf;
+  if (!(x >= -87.0lf)) return sigmoid64(x);
+  double y = 1.0lf / (1.0lf + exp64_short(-x));
+  return near_f32_rounding_point(y) ? sigmoid64(x) : y;
+}
 
 bool is_odd_integer64(double y) {
   return y == floor(y) && abs(y) < 9007199254740992.0lf && mod(y, 2.0lf) == 1.0lf;

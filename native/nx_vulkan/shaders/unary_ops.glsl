@@ -88,14 +88,19 @@ W unary_apply(uint op, W a) {
     case 4: return ceil(a);                             // ceil
     case 5: return round_half_away(a);                  // round (half away from zero, as Nx)
 #ifdef MATH64
+#ifdef PRECISE  // an f32 or f16 result: exp64's, rounded
+    case 6: return exp64_narrow(a);                     // exp
+    case 13: return sigmoid64_narrow(a);                // sigmoid
+#else
     case 6: return exp64(a);                            // exp
+    case 13: return sigmoid64(a);                       // sigmoid
+#endif
     case 7: return expm1_64(a);                         // expm1
     case 8: return log64(a);                            // log
     case 9: return log1p64(a);                          // log1p
     case 10: return a < W(0) ? nan64() : sqrt(a);       // sqrt
     case 11: return a < W(0) ? nan64() : W(1) / sqrt(a); // rsqrt
     case 12: return tanh64(a);                          // tanh
-    case 13: return sigmoid64(a);                       // sigmoid
     case 18: return sin64(a);
     case 19: return cos64(a);
     case 20: return tan64(a);
