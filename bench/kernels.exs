@@ -120,6 +120,7 @@ time.(
 )
 
 time.("exp f32 64M", 10, "bytes=#{2 * 4 * m64}", fn -> rand.({m64}, :f32) end, &Nx.exp/1)
+time.("sigmoid f32 64M", 10, "bytes=#{2 * 4 * m64}", fn -> rand.({m64}, :f32) end, &Nx.sigmoid/1)
 
 time.(
   "cast f32->f16 64M",
@@ -127,6 +128,14 @@ time.(
   "bytes=#{6 * m64}",
   fn -> rand.({m64}, :f32) end,
   &Nx.as_type(&1, :f16)
+)
+
+time.(
+  "cast f16->f32 64M",
+  10,
+  "bytes=#{6 * m64}",
+  fn -> rand.({m64}, :f16) end,
+  &Nx.as_type(&1, :f32)
 )
 
 time.("sum f32 64M", 10, "bytes=#{4 * m64}", fn -> rand.({m64}, :f32) end, &Nx.sum/1)

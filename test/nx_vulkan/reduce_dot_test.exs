@@ -55,6 +55,25 @@ defmodule Nx.Vulkan.ReduceDotTest do
       end
     end
 
+    # On GPUs long columns split their rows into chunks (partials in the accumulator type, then a
+    # second pass); the last chunk is partial, and f16 sums partials in f32, f32 in f64.
+    test "long column reductions, every accumulator path" do
+      for type <- [:f32, :f64, :f16, :s32, :u8], op <- [:sum, :reduce_max, :reduce_min] do
+        t = random({4099, 70}, :f32, 3.0, 33) |> Nx.as_type(type)
+        tol = if type == :f16, do: [rtol: 1.0e-2, atol: 1.0], else: [rtol: 1.0e-6, atol: 1.0e-6]
+        assert_device(&apply(Nx, op, [&1, [axes: [0]]]), [t], tol)
+
+        assert_device(
+          &apply(Nx, op, [&1, [axes: [1]]]),
+          [Nx.reshape(t, {70, 4099}) |> Nx.transpose()],
+          tol
+        )
+      end
+
+      # The f32 sum of a long column rounds once from f64: the BinaryBackend's, bit for bit.
+      assert_device(&Nx.sum(&1, axes: [0]), [random({20_000, 40}, :f32, 1.0, 34)])
+    end
+
     test "NaN propagates through max and min" do
       t = dev([[1.0, :nan, 3.0], [1.0, 2.0, 3.0]])
       assert_device(&Nx.reduce_max(&1, axes: [1]), [t])
@@ -136,6 +155,33 @@ defmodule Nx.Vulkan.ReduceDotTest do
 
       ints = fn shape, seed -> random(shape, :f32, 3.0, seed) |> Nx.round() |> Nx.as_type(:s32) end
       assert_device(&Nx.dot/2, [ints.({256, 2048}, 77), ints.({2048, 3}, 78)])
+    end
+
+    # A single GEMM with too few 128x128 blocks to fill a large GPU (1024^3: 64) splits K into
+    # chunks there (partials on the register-blocked kernel, then their sum). Small integers make
+    # every partial sum exact in f32, so the f32 result must equal the f64 one (16x16 kernel,
+    # never split) bit for bit, plain and with a transposed operand; s32 likewise.
+    @tag timeout: 300_000
+    test "1024^3 GEMM (split-K on large GPUs) equals the exact product" do
+      # Integers in -2..2 and -3..3 made on the device (iota stays exact in f32 below 2^24).
+      ints = fn mult, mod ->
+        Nx.iota({1024, 1024}, type: :f32, backend: Nx.Vulkan.Backend)
+        |> Nx.multiply(mult)
+        |> Nx.remainder(mod)
+        |> Nx.subtract(div(mod, 2))
+      end
+
+      a = ints.(7, 5)
+      b = ints.(11, 7)
+      exact = Nx.dot(Nx.as_type(a, :f64), Nx.as_type(b, :f64))
+      assert Nx.to_binary(Nx.dot(a, b)) == Nx.to_binary(Nx.as_type(exact, :f32))
+
+      # a^T's axis 0 is a's axis 1: the same product, read through the transposed operand.
+      assert Nx.to_binary(Nx.dot(Nx.transpose(a), [0], b, [0])) ==
+               Nx.to_binary(Nx.as_type(exact, :f32))
+
+      s = Nx.dot(Nx.as_type(a, :s32), Nx.as_type(b, :s32))
+      assert Nx.to_binary(s) == Nx.to_binary(Nx.as_type(exact, :s32))
     end
 
     test "batched and multi-axis contractions" do

@@ -4,7 +4,8 @@
 // The order depends only on shapes, so results are identical across runs and batch caps.
 // Defines: T (element), ACC (accumulator: f64 for precise f32; for integers the wrapping compute
 // type, which gives Nx's modular sums), IS_INT. Specialization: constant 0 = op (0 sum,
-// 1 product, 2 max, 3 min). Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
+// 1 product, 2 max, 3 min); T4 (f32's vec4) for the path over contiguous, aligned elements.
+// Bindings: 0 x (read), 1 y (write, contiguous over kept axes).
 // Push: pc[0] outputs, pc[1] reduced count, pc[2] kept rank, pc[3] reduced rank, pc[4] in offset,
 //       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides,
 //       pc[29] total reduced length and pc[30] chunks in a split reduction's first pass (else 0).
@@ -16,6 +17,9 @@ layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { ACC x[]; };
 #else
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+#ifdef T4
+layout(set = 0, binding = 0) readonly buffer X4 { T4 x4[]; };
+#endif
 #endif
 #ifdef OUT_ACC
 layout(set = 0, binding = 1) writeonly buffer Y { ACC y[]; };
@@ -41,6 +45,17 @@ void main() {
   uint limit = n_red;
   if (pc[29] != 0u) limit = min(n_red, pc[29] - (o % pc[30]) * n_red);
   ACC acc = identity();
+#ifdef T4
+  // Contiguous and 16-byte aligned (uniform per workgroup): each thread folds vectors of 4,
+  // their elements in order (vectors lid, lid + WG, ...).
+  if (red_rank == 1u && pc[23] == 1u && (base & 3u) == 0u && (limit & 3u) == 0u) {
+    uint first = base / 4u;
+    for (uint r = lid; r < limit / 4u; r += WG) {
+      T4 v = x4[first + r];
+      acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
+    }
+  } else
+#endif
   if (red_rank == 1u) {  // one reduced dim (the common case): no division per element
     int stride = int(pc[23]);
     for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));

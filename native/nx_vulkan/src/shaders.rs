@@ -108,10 +108,12 @@ const fn defines_t4(defines: &[&str]) -> bool {
 numeric_family!(unary, "shaders/unary.comp", [], [F32 + ["T4" = "vec4"], F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(binary, "shaders/binary.comp", [], [F32 + ["T4" = "vec4"], F32P + ["T4" = "vec4"], F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(compare, "shaders/binary.comp", ["OUT_U8" = "1"], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
-numeric_family!(reduce, "shaders/reduce.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
-numeric_family!(reduce_out_acc, "shaders/reduce.comp", ["OUT_ACC" = "1"], [F32P, F16, F16P]);
+numeric_family!(reduce, "shaders/reduce.comp", [], [F32 + ["T4" = "vec4"], F32P + ["T4" = "vec4"], F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(reduce_out_acc, "shaders/reduce.comp", ["OUT_ACC" = "1"], [F32P + ["T4" = "vec4"], F16, F16P]);
 numeric_family!(reduce_in_acc, "shaders/reduce.comp", ["IN_ACC" = "1"], [F32P, F16, F16P]);
 numeric_family!(reduce_columns, "shaders/reduce_columns.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(reduce_columns_out_acc, "shaders/reduce_columns.comp", ["OUT_ACC" = "1"], [F32P, F16, F16P]);
+numeric_family!(reduce_columns_in_acc, "shaders/reduce_columns.comp", ["IN_ACC" = "1"], [F32P, F16, F16P]);
 numeric_family!(reduce_serial, "shaders/reduce_serial.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(gemm, "shaders/gemm.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 // 32-bit accumulators only (see ops/matmul.rs).
@@ -129,6 +131,7 @@ numeric_family!(window_scatter, "shaders/window_scatter.comp", [], [F32, F64, F1
 
 kernels! {
     gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
+    unary_f32p_v4 => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";
     select_b2 => "shaders/select.comp", "T" = "uint16_t";
@@ -248,7 +251,7 @@ fn lookup(variants: &[(Dtype, bool, Kernel)], dtype: Dtype, precise: bool) -> Op
 /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules). A family
 /// missing here still works: its modules then load on first use.
 pub fn all() -> impl Iterator<Item = Kernel> {
-    let families: [&[(Dtype, bool, Kernel)]; 20] = [
+    let families: [&[(Dtype, bool, Kernel)]; 22] = [
         unary::VARIANTS,
         binary::VARIANTS,
         compare::VARIANTS,
@@ -256,6 +259,8 @@ pub fn all() -> impl Iterator<Item = Kernel> {
         reduce_out_acc::VARIANTS,
         reduce_in_acc::VARIANTS,
         reduce_columns::VARIANTS,
+        reduce_columns_out_acc::VARIANTS,
+        reduce_columns_in_acc::VARIANTS,
         reduce_serial::VARIANTS,
         gemm::VARIANTS,
         gemm_tiled::VARIANTS,
@@ -298,6 +303,20 @@ pub fn iota(dtype: Dtype) -> Option<Kernel> {
 /// (precise f32, f16): (first pass writing ACC partials, second pass reading them). Other dtypes
 /// use the plain reduce variant for both passes.
 pub fn split_reduce(dtype: Dtype, precise: bool) -> Option<(Kernel, Kernel)> {
+    split_pair(reduce_out_acc::VARIANTS, reduce_in_acc::VARIANTS, dtype, precise)
+}
+
+/// The same for column reductions (reduce_columns.comp).
+pub fn split_reduce_columns(dtype: Dtype, precise: bool) -> Option<(Kernel, Kernel)> {
+    split_pair(reduce_columns_out_acc::VARIANTS, reduce_columns_in_acc::VARIANTS, dtype, precise)
+}
+
+fn split_pair(
+    first: &[(Dtype, bool, Kernel)],
+    second: &[(Dtype, bool, Kernel)],
+    dtype: Dtype,
+    precise: bool,
+) -> Option<(Kernel, Kernel)> {
     let exact = |variants: &[(Dtype, bool, Kernel)]| variants.iter().find(|v| v.0 == dtype && v.1 == precise).map(|v| v.2);
-    Some((exact(reduce_out_acc::VARIANTS)?, exact(reduce_in_acc::VARIANTS)?))
+    Some((exact(first)?, exact(second)?))
 }

@@ -74,7 +74,12 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, UNARY_OPS)?;
-    let kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
+    let mut kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
+    // NXV_UNARY_V4=1: precise f32 unary ops on 16-byte vectors too (to measure).
+    static V4: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| std::env::var("NXV_UNARY_V4").is_ok_and(|v| v == "1"));
+    if *V4 && kernel.name == shaders::unary::F32P.name {
+        kernel = shaders::unary_f32p_v4;
+    }
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
     let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();

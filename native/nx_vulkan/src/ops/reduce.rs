@@ -13,7 +13,18 @@ const SERIAL_REDUCTION_MAX: u64 = 64;
 /// chunks of SPLIT_CHUNK elements per first-pass workgroup.
 const SPLIT_MIN: u64 = 65536;
 const SPLIT_MAX_OUTPUTS: u64 = 4096;
-const SPLIT_CHUNK: u64 = 4096;
+const SPLIT_CHUNK_DEFAULT: u64 = 4096;
+/// NXV_SPLIT_CHUNK overrides SPLIT_CHUNK_DEFAULT (a multiple of 1024; to measure).
+static SPLIT_CHUNK: once_cell::sync::Lazy<u64> = once_cell::sync::Lazy::new(|| {
+    std::env::var("NXV_SPLIT_CHUNK")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|c| *c >= 1024 && c % 1024 == 0)
+        .unwrap_or(SPLIT_CHUNK_DEFAULT)
+});
+/// Split column reductions (reduce_columns): rows per chunk at least, workgroups aimed at.
+const COLUMN_CHUNK_MIN: u64 = 256;
+const COLUMN_WORKGROUPS: u64 = 4096;
 
 /// Two passes: each (output, chunk) pair reduces SPLIT_CHUNK elements into a partial (kept in
 /// the accumulator type), then each output reduces its partials. The order depends only on the
@@ -28,7 +39,7 @@ fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Lay
             (k, k, dtype.bytes())
         }
     };
-    let chunks = layout.n_red.div_ceil(SPLIT_CHUNK);
+    let chunks = layout.n_red.div_ceil(*SPLIT_CHUNK);
     let red_stride = layout.red_strides[0];
     let (mut kept_dims, mut kept_strides) = if layout.n_out == 1 {
         (vec![], vec![])
@@ -36,17 +47,17 @@ fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Lay
         (layout.kept_dims.clone(), layout.kept_strides.clone())
     };
     kept_dims.push(chunks);
-    kept_strides.push(SPLIT_CHUNK as i64 * red_stride);
+    kept_strides.push(*SPLIT_CHUNK as i64 * red_stride);
     let partials = alloc(layout.n_out * chunks * acc_bytes)?;
     let mut push = Push::new();
     push.set(0, layout.n_out * chunks)?;
-    push.set(1, SPLIT_CHUNK)?;
+    push.set(1, *SPLIT_CHUNK)?;
     push.set(2, kept_dims.len() as u64)?;
     push.set(3, 1)?;
     push.set(4, 0)?;
     push.set_dims(5, &kept_dims)?;
     push.set_strides(11, &kept_strides)?;
-    push.set_dims(17, &[SPLIT_CHUNK])?;
+    push.set_dims(17, &[*SPLIT_CHUNK])?;
     push.set_strides(23, &[red_stride])?;
     push.set(29, layout.n_red)?;
     push.set(30, chunks)?;
@@ -64,6 +75,51 @@ fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Lay
     push.set_dims(17, &[chunks])?;
     push.set_strides(23, &[1])?;
     dispatch(second, code, &[&partials, &out], push, grid(layout.n_out))?;
+    Ok(out)
+}
+
+/// Column reductions (reduce_columns.comp). Few column groups over long columns leave the GPU
+/// mostly idle (8192 x 8192: 256 workgroups, each thread 1024 dependent loads), so those split
+/// their rows into chunks of at least COLUMN_CHUNK_MIN rows, enough for about COLUMN_WORKGROUPS
+/// workgroups in all, folded into partials (in the accumulator type) that a second pass folds
+/// per column. The order depends only on the shape.
+fn reduce_columns(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Layout) -> Result<BufferRef> {
+    let precise = precise_f32();
+    let plain = || {
+        shaders::numeric(Family::ReduceColumns, dtype, precise)
+            .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))
+    };
+    let groups = layout.n_out.div_ceil(32);
+    let chunks = COLUMN_WORKGROUPS.div_ceil(groups).min(layout.n_red / COLUMN_CHUNK_MIN).min(u16::MAX as u64);
+    let out = alloc(layout.n_out * dtype.bytes())?;
+    if chunks < 2 {
+        dispatch(plain()?, code, &[x, &out], layout.push()?, grid(groups))?;
+        return Ok(out);
+    }
+    let (first, second, acc_bytes) = match shaders::split_reduce_columns(dtype, precise) {
+        Some((first, second)) => (first, second, if precise { 8 } else { 4 }),
+        None => (plain()?, plain()?, dtype.bytes()),
+    };
+    let rows = layout.n_red.div_ceil(chunks);
+    let chunks = layout.n_red.div_ceil(rows);
+    let partials = alloc(chunks * layout.n_out * acc_bytes)?;
+    let mut push = layout.push()?;
+    push.set(29, rows)?;
+    let mut split_groups = grid(groups);
+    split_groups[2] = chunks as u32;
+    dispatch(first, code, &[x, &partials], push, split_groups)?;
+
+    let mut push = Push::new();
+    push.set(0, layout.n_out)?;
+    push.set(1, chunks)?;
+    push.set(2, 1)?;
+    push.set(3, 1)?;
+    push.set(4, 0)?;
+    push.set_dims(5, &[layout.n_out])?;
+    push.set_strides(11, &[1])?;
+    push.set_dims(17, &[chunks])?;
+    push.set_strides(23, &[layout.n_out as i64])?;
+    dispatch(second, code, &[&partials, &out], push, grid(groups))?;
     Ok(out)
 }
 
@@ -189,11 +245,7 @@ fn reduce_axes(code: u32, name: &str, dtype: Dtype, x: &BufferRef, shape: &[u64]
         && layout.kept_strides.last() == Some(&1)
         && layout.n_out >= 32;
     if columns {
-        let kernel = shaders::numeric(Family::ReduceColumns, dtype, precise_f32())
-            .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
-        let out = alloc(layout.n_out * dtype.bytes())?;
-        dispatch(kernel, code, &[&x, &out], layout.push()?, grid(layout.n_out.div_ceil(32)))?;
-        return Ok(out);
+        return reduce_columns(code, name, dtype, &x, &layout);
     }
     let splittable = layout.red_dims.len() == 1 && layout.kept_dims.len() < MAX_RANK;
     if !serial && splittable && layout.n_red >= SPLIT_MIN && layout.n_out <= SPLIT_MAX_OUTPUTS {
