@@ -14,17 +14,17 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
-layout(set = 0, binding = 0) readonly buffer A { T a[]; };
-layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+layout(set = 0, binding = 0) restrict readonly buffer A { T a[]; };
+layout(set = 0, binding = 1) restrict readonly buffer B { T b[]; };
 #ifdef OUT_U8
-layout(set = 0, binding = 2) writeonly buffer C { uint8_t c[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C { uint8_t c[]; };
 #else
-layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C { T c[]; };
 #endif
 #ifdef T4
-layout(set = 0, binding = 0) readonly buffer A4 { T4 a4[]; };
-layout(set = 0, binding = 1) readonly buffer B4 { T4 b4[]; };
-layout(set = 0, binding = 2) writeonly buffer C4 { T4 c4[]; };
+layout(set = 0, binding = 0) restrict readonly buffer A4 { T4 a4[]; };
+layout(set = 0, binding = 1) restrict readonly buffer B4 { T4 b4[]; };
+layout(set = 0, binding = 2) restrict writeonly buffer C4 { T4 c4[]; };
 #endif
 
 #include "binary_ops.glsl"

@@ -11,6 +11,11 @@
 #extension GL_EXT_shader_16bit_storage : require
 
 layout(push_constant) uniform PushConstants { uint pc[32]; };
+// The element-wise and reduction kernels declare their bindings `restrict`, so a compiler may
+// keep several iterations' loads in flight ahead of their stores: no dispatch binds one buffer as
+// both an input and its output (eager results are fresh buffers; capture.rs's buffer sharing
+// hands a buffer on only to commands of later levels). Views of one binding (X, X4) are all
+// read-only or write disjoint elements.
 // Reductions and windows accumulate in the compute type W.
 #if defined(W) && !defined(ACC)
 #define ACC W

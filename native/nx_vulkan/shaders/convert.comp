@@ -16,21 +16,21 @@ layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
 const uint IN = OP / 16;
 const uint OUT = OP % 16;
-layout(set = 0, binding = 0) readonly buffer X1 { uint8_t x1[]; };
-layout(set = 0, binding = 0) readonly buffer X2 { uint16_t x2[]; };
-layout(set = 0, binding = 0) readonly buffer X4 { uint x4[]; };
-layout(set = 0, binding = 0) readonly buffer X8 { uint64_t x8[]; };
-layout(set = 0, binding = 1) writeonly buffer Y1 { uint8_t y1[]; };
-layout(set = 0, binding = 1) writeonly buffer Y2 { uint16_t y2[]; };
-layout(set = 0, binding = 1) writeonly buffer Y4 { uint y4[]; };
-layout(set = 0, binding = 1) writeonly buffer Y8 { uint64_t y8[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X1 { uint8_t x1[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X2 { uint16_t x2[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X4 { uint x4[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X8 { uint64_t x8[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y1 { uint8_t y1[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y2 { uint16_t y2[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y4 { uint y4[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y8 { uint64_t y8[]; };
 // The vector path's views: four elements of a 1, 2 or 4-byte type in 4, 8 or 16 bytes.
-layout(set = 0, binding = 0) readonly buffer XV1 { uint xv1[]; };
-layout(set = 0, binding = 0) readonly buffer XV2 { uvec2 xv2[]; };
-layout(set = 0, binding = 0) readonly buffer XV4 { uvec4 xv4[]; };
-layout(set = 0, binding = 1) writeonly buffer YV1 { uint yv1[]; };
-layout(set = 0, binding = 1) writeonly buffer YV2 { uvec2 yv2[]; };
-layout(set = 0, binding = 1) writeonly buffer YV4 { uvec4 yv4[]; };
+layout(set = 0, binding = 0) restrict readonly buffer XV1 { uint xv1[]; };
+layout(set = 0, binding = 0) restrict readonly buffer XV2 { uvec2 xv2[]; };
+layout(set = 0, binding = 0) restrict readonly buffer XV4 { uvec4 xv4[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer YV1 { uint yv1[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer YV2 { uvec2 yv2[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer YV4 { uvec4 yv4[]; };
 
 bool is_float(uint code) { return code <= 3u; }
 bool is_complex(uint code) { return code >= 12u; }

@@ -171,17 +171,22 @@ bool near_f32_rounding_point(double y) {
 // exp(x) within ~1 unit of the last place for an f32 value x in [-87, 88.5] (normal f32
 // results): x = (32k + j) ln2/32 + r exactly (x has 24 bits, n ln2_hi/32 at most 45), then
 // 2^k T_j (1 + expm1(r)) with expm1 by its Taylor series to r^7 (|r| <= ln2/64: the rest is
-// below 2^-66).
+// below 2^-66). No conversion instructions but the operand's (they run at a quarter of the f64
+// rate on the H200): n is rounded by the 1.5 2^52 shifter, whose sum holds n in its low word,
+// and 2^k is built from its bits.
 double exp64_short(double x) {
-  double n = floor(x * (32.0lf / 6.93147180559945309417e-01lf) + 0.5lf);
+  const double SHIFTER = 6755399441055744.0lf;
+  precise double shifted = x * (32.0lf / 6.93147180559945309417e-01lf) + SHIFTER;
+  precise double n = shifted - SHIFTER;
+  int ni = int(unpackDouble2x32(shifted).x);
   double r = (x - n * (LN2_HI / 32.0lf)) - n * (LN2_LO / 32.0lf);
   double p = r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf +
              r * (1.0lf / 720.0lf + r * (1.0lf / 5040.0lf))))));
-  int ni = int(n);
   int j = ni & 31;
   double th = SHARED_TABLE ? exp2_table_hi[j] : EXP2_J32_HI[j];
   double tl = SHARED_TABLE ? exp2_table_lo[j] : EXP2_J32_LO[j];
-  return ldexp(th + (th * p + tl), (ni - j) / 32);
+  double scale = packDouble2x32(uvec2(0u, uint((ni >> 5) + 1023) << 20));
+  return (th + (th * p + tl)) * scale;
 }
 
 // exp64 as an f32 or f16 op needs it (see above).

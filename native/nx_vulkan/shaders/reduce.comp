@@ -14,18 +14,18 @@ layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 // Split reductions (see ops/reduce.rs) pass partials between their two passes in ACC.
 #ifdef IN_ACC
-layout(set = 0, binding = 0) readonly buffer X { ACC x[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { ACC x[]; };
 #else
-layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
 #ifdef T4
-layout(set = 0, binding = 0) readonly buffer X4 { T4 x4[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X4 { T4 x4[]; };
 #endif
 #endif
 #ifdef OUT_ACC
-layout(set = 0, binding = 1) writeonly buffer Y { ACC y[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { ACC y[]; };
 #define STORE(v) (v)
 #else
-layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
 #define STORE(v) T(v)
 #endif
 shared ACC partial[WG];
@@ -49,8 +49,13 @@ void main() {
   // Contiguous and 16-byte aligned (uniform per workgroup): each thread folds vectors of 4,
   // their elements in order (vectors lid, lid + WG, ...).
   if (red_rank == 1u && pc[23] == 1u && (base & 3u) == 0u && (limit & 3u) == 0u) {
-    uint first = base / 4u;
-    for (uint r = lid; r < limit / 4u; r += WG) {
+    uint first = base / 4u, vectors = limit / 4u, r = lid;
+    for (; r + WG < vectors; r += 2u * WG) {  // two loads in flight, folded in order
+      T4 v = x4[first + r], w = x4[first + r + WG];
+      acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
+      acc = combine(combine(combine(combine(acc, ACC(w.x)), ACC(w.y)), ACC(w.z)), ACC(w.w));
+    }
+    if (r < vectors) {
       T4 v = x4[first + r];
       acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
     }
@@ -58,7 +63,17 @@ void main() {
 #endif
   if (red_rank == 1u) {  // one reduced dim (the common case): no division per element
     int stride = int(pc[23]);
-    for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));
+    uint r = lid;
+    // Four loads in flight before their combines (in order): a split reduction's second pass
+    // runs as one workgroup per output, where serial load latency would dominate.
+    for (; r + 3u * WG < limit; r += 4u * WG) {
+      ACC a0 = ACC(x[uint(int(base) + int(r) * stride)]);
+      ACC a1 = ACC(x[uint(int(base) + int(r + WG) * stride)]);
+      ACC a2 = ACC(x[uint(int(base) + int(r + 2u * WG) * stride)]);
+      ACC a3 = ACC(x[uint(int(base) + int(r + 3u * WG) * stride)]);
+      acc = combine(combine(combine(combine(acc, a0), a1), a2), a3);
+    }
+    for (; r < limit; r += WG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));
   } else {
     for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
   }

@@ -15,15 +15,15 @@
 layout(local_size_x = 32, local_size_y = 8) in;
 layout(constant_id = 0) const uint OP = 0;
 #ifdef IN_ACC
-layout(set = 0, binding = 0) readonly buffer X { ACC x[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { ACC x[]; };
 #else
-layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
 #endif
 #ifdef OUT_ACC
-layout(set = 0, binding = 1) writeonly buffer Y { ACC y[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { ACC y[]; };
 #define STORE(v) (v)
 #else
-layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
 #define STORE(v) T(v)
 #endif
 shared ACC partial[8][32];

@@ -11,11 +11,11 @@
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
-layout(set = 0, binding = 0) readonly buffer X { T x[]; };
-layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
 #ifdef T4
-layout(set = 0, binding = 0) readonly buffer X4 { T4 x4[]; };
-layout(set = 0, binding = 1) writeonly buffer Y4 { T4 y4[]; };
+layout(set = 0, binding = 0) restrict readonly buffer X4 { T4 x4[]; };
+layout(set = 0, binding = 1) restrict writeonly buffer Y4 { T4 y4[]; };
 #endif
 
 #include "unary_ops.glsl"

@@ -124,22 +124,6 @@ fn dot(
             return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
         }
     }
-    if family == Family::GemmTiled8 || family == Family::GemmTiled {
-        if let Some(splits) = tiled_k_splits(dtype, batch, m, n, k) {
-            // Split-K as above, on 128x128 blocks: too few of them to fill the GPU otherwise.
-            let kernel = shaders::numeric(Family::GemmTiled8, dtype, precise_dot())
-                .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
-            let chunk = k / splits;
-            let partial = alloc(splits * m * n * eb)?;
-            push.set(3, splits)?;
-            push.set(2, chunk)?;
-            push.set_strides(5, &[chunk as i64 * a_ks, a_ms, a_ks])?;
-            push.set_strides(9, &[chunk as i64 * b_ks, b_ks, b_ns])?;
-            let groups = [n.div_ceil(128) as u32, m.div_ceil(128) as u32, splits as u32];
-            dispatch(kernel, 0, &[&a_buf, &b_buf, &partial], push, groups)?;
-            return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
-        }
-    }
     let groups = [
         u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
@@ -168,24 +152,6 @@ fn k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
         .find(|&s| k % s == 0 && k / s >= 128 && tiles * s <= 2 * SPLIT_K_TILES)
         .filter(|&s| tiles * s >= SPLIT_K_TILES / 2)
 }
-
-/// How many K chunks a single large GEMM with too few 128x128 blocks (1024^3 makes 64 for the
-/// H200's 132 multiprocessors) splits into, each chunk at least TILED_SPLIT_MIN_K long: the fewest
-/// that make TILED8_MIN_BLOCKS blocks. Same element types as k_splits. NXV_GEMM_SPLIT_K=0 turns
-/// it off (to measure).
-fn tiled_k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
-    static OFF: once_cell::sync::Lazy<bool> =
-        once_cell::sync::Lazy::new(|| std::env::var("NXV_GEMM_SPLIT_K").is_ok_and(|v| v == "0"));
-    let blocks = m.div_ceil(128) * n.div_ceil(128);
-    if *OFF || batch != 1 || dtype.bytes() != 4 || precise_dot() || gemm_block() != 0 || blocks >= TILED8_MIN_BLOCKS {
-        return None;
-    }
-    [2u64, 4, 8]
-        .into_iter()
-        .find(|&s| k % s == 0 && k / s >= TILED_SPLIT_MIN_K && blocks * s >= TILED8_MIN_BLOCKS)
-}
-
-const TILED_SPLIT_MIN_K: u64 = 256;
 
 /// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
 /// of a large GPU).
@@ -257,7 +223,10 @@ const TILED_MIN_BLOCKS: u64 = 64;
 /// 128x128 blocks from which GPUs take them over 64x64 ones: about two per multiprocessor of a
 /// large GPU (the H200 has 132), so that the bigger blocks still fill it. H200 (c5fa0e8), us per
 /// GEMM with 64 / 128 blocks: 1024^3 129 / 177 (64 blocks of 128), 2048^3 809 / 593 (256),
-/// 4096^3 6081 / 4324, batched 64x256^3 148 / 114 (256).
+/// 4096^3 6081 / 4324, batched 64x256^3 148 / 114 (256). Splitting K for 1024^3 into 4 chunks on
+/// 128x128 blocks (256 workgroups, then a sum of the partials) measured slower than 64x64
+/// blocks (3349be5: 130 vs 119 us; 512x784x2048 97 vs 92), so GEMMs with a 32-bit accumulator
+/// split K only when skinny (k_splits).
 const TILED8_MIN_BLOCKS: u64 = 256;
 
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
