@@ -409,6 +409,25 @@ defmodule Nx.Vulkan.ElementwiseTest do
         end)
 
       same_bits!(wide, &Nx.as_type(&1, :f16))
+
+      # f32 subnormals (a GPU's own conversions may flush them) to f64 and complex, and f64
+      # values in f32's subnormal range, ties among them, to f32, bf16 and c64.
+      subnormals =
+        host.(fn ->
+          bits = Nx.iota({2051}, type: :u32) |> Nx.multiply(4093) |> Nx.add(1)
+          Nx.concatenate([bits, Nx.add(bits, 0x80000000)]) |> Nx.bitcast(:f32)
+        end)
+
+      for to <- [:f64, :c64, :c128], do: same_bits!(subnormals, &Nx.as_type(&1, to))
+
+      tiny =
+        host.(fn ->
+          units = Nx.iota({4099}, type: :f64) |> Nx.multiply(2047.25) |> Nx.add(0.5)
+          t = Nx.multiply(units, 1.401298464324817e-45)
+          Nx.concatenate([t, Nx.negate(t)])
+        end)
+
+      for to <- [:f32, :bf16, :c64], do: same_bits!(tiny, &Nx.as_type(&1, to))
     end
   end
 

@@ -57,9 +57,12 @@ defmodule Nx.Vulkan.ReduceDotTest do
 
     # On GPUs long columns split their rows into chunks (partials in the accumulator type, then a
     # second pass); the last chunk is partial, and f16 sums partials in f32, f32 in f64.
+    @tag timeout: 240_000
     test "long column reductions, every accumulator path" do
+      base = random({4099, 70}, :f32, 3.0, 33)
+
       for type <- [:f32, :f64, :f16, :s32, :u8], op <- [:sum, :reduce_max, :reduce_min] do
-        t = random({4099, 70}, :f32, 3.0, 33) |> Nx.as_type(type)
+        t = Nx.as_type(base, type)
         tol = if type == :f16, do: [rtol: 1.0e-2, atol: 1.0], else: [rtol: 1.0e-6, atol: 1.0e-6]
         assert_device(&apply(Nx, op, [&1, [axes: [0]]]), [t], tol)
 
@@ -71,7 +74,7 @@ defmodule Nx.Vulkan.ReduceDotTest do
       end
 
       # The f32 sum of a long column rounds once from f64: the BinaryBackend's, bit for bit.
-      assert_device(&Nx.sum(&1, axes: [0]), [random({20_000, 40}, :f32, 1.0, 34)])
+      assert_device(&Nx.sum(&1, axes: [0]), [random({9000, 40}, :f32, 1.0, 34)])
     end
 
     test "NaN propagates through max and min" do

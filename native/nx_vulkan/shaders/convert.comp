@@ -45,16 +45,19 @@ uint type_bytes(uint code) {
 // dispatches by the same rule). A function of the specialization constants: the driver folds it.
 bool narrow() { return !is_complex(IN) && !is_complex(OUT) && type_bytes(IN) <= 4u && type_bytes(OUT) <= 4u; }
 
+double f32_bits_to_double(uint f);
+uint double_to_f32_bits(double v);
+
 // Complex c64 (code 12) and c128 (code 13) as (re, im) pairs of f32 / f64.
 dvec2 load_complex(uint i) {
-  if (IN == 12u) return dvec2(uintBitsToFloat(x4[2 * i]), uintBitsToFloat(x4[2 * i + 1]));
+  if (IN == 12u) return dvec2(f32_bits_to_double(x4[2 * i]), f32_bits_to_double(x4[2 * i + 1]));
   return dvec2(uint64BitsToDouble(x8[2 * i]), uint64BitsToDouble(x8[2 * i + 1]));
 }
 
 void store_complex(uint i, dvec2 v) {
   if (OUT == 12u) {
-    y4[2 * i] = floatBitsToUint(float(v.x));
-    y4[2 * i + 1] = floatBitsToUint(float(v.y));
+    y4[2 * i] = double_to_f32_bits(v.x);
+    y4[2 * i + 1] = double_to_f32_bits(v.y);
   } else {
     y8[2 * i] = doubleBitsToUint64(v.x);
     y8[2 * i + 1] = doubleBitsToUint64(v.y);
@@ -91,12 +94,33 @@ uint f16_to_f32(uint h) {
   return sign | (uint(top + 103) << 23) | ((m << uint(23 - top)) & 0x7fffffu);
 }
 
+// f32 bits to the double of the same value, in integer arithmetic: a GPU's f32 -> f64
+// conversion may flush f32 subnormals (bf16's too) to zero (the H200 does).
+double f32_bits_to_double(uint f) {
+  uint64_t sign = uint64_t(f >> 31) << 63;
+  uint e = (f >> 23) & 0xffu, m = f & 0x7fffffu;
+  if (e == 255u) return uint64BitsToDouble(sign | 0x7ff0000000000000UL | (uint64_t(m) << 29));
+  if (e != 0u) return uint64BitsToDouble(sign | (uint64_t(e + 896u) << 52) | (uint64_t(m) << 29));
+  if (m == 0u) return uint64BitsToDouble(sign);
+  int top = findMSB(m);  // m 2^-149 = 2^(top - 149) (1 + ...)
+  uint64_t mantissa = (uint64_t(m) << uint(52 - top)) & 0xfffffffffffffUL;
+  return uint64BitsToDouble(sign | (uint64_t(top + 874) << 52) | mantissa);
+}
+
+// A double's nearest f32 (ties to even) as bits; below f32's smallest normal by integer
+// rounding of v 2^149 (exact: a power-of-two scaling), where a GPU's conversion may flush.
+uint double_to_f32_bits(double v) {
+  if (abs(v) >= 1.1754943508222875e-38lf || v == 0.0lf || isnan(v)) return floatBitsToUint(float(v));
+  uint sign = (unpackDouble2x32(v).y >> 31) << 31;
+  return sign | uint(roundEven(ldexp(abs(v), 149)));  // 2^23 units is the smallest normal's bits
+}
+
 double float_value(uint64_t b) {
   switch (IN) {
-    case 0: return double(uintBitsToFloat(uint(b)));
+    case 0: return f32_bits_to_double(uint(b));
     case 1: return uint64BitsToDouble(b);
     case 2: return double(uintBitsToFloat(f16_to_f32(uint(b))));
-    default: return double(uintBitsToFloat(uint(b) << 16));
+    default: return f32_bits_to_double(uint(b) << 16);
   }
 }
 
@@ -153,13 +177,13 @@ uint f32_round_to_odd(double v) {
 uint64_t float_bits(double v) {
   bool nan = isnan(v);
   switch (OUT) {
-    case 0: return nan ? 0x7fc00000UL : uint64_t(floatBitsToUint(float(v)));
+    case 0: return nan ? 0x7fc00000UL : uint64_t(double_to_f32_bits(v));
     case 1: return nan ? 0x7ff8000000000000UL : doubleBitsToUint64(v);
     case 2:
       if (nan) return 0x7e00UL;
       if (abs(v) <= 2.98023223876953125e-08lf) return uint64_t((unpackDouble2x32(v).y >> 16) & 0x8000u);
       return uint64_t(f32_to_f16(f32_round_to_odd(v)));
-    default: return nan ? 0x7fc0UL : uint64_t(floatBitsToUint(float(v)) >> 16);
+    default: return nan ? 0x7fc0UL : uint64_t(double_to_f32_bits(v) >> 16);
   }
 }
 
