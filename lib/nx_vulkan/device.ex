@@ -91,9 +91,10 @@ defmodule Nx.Vulkan.Device do
 
     :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
-    # f16 GEMMs on tensor cores (NV cooperative matrices): off by default, slower than the
-    # register-blocked kernel on the H200 so far (8436328: 22.6 vs 27.3 TFLOP/s at 4096^3).
-    coop = flag!("NXV_GEMM_COOP", false)
+    # f16 GEMMs on tensor cores (NV cooperative matrices) where the device has them: on by
+    # default since their tile loads went 16 bytes at a time (H200, f2ce710: 33.8 TFLOP/s at
+    # 4096^3 against the register-blocked kernel's 27.3).
+    coop = flag!("NXV_GEMM_COOP", true)
 
     Native.configure(
       precise,

@@ -20,52 +20,23 @@ layout(set = 0, binding = 2) buffer O { T y[]; };
 layout(set = 0, binding = 1) buffer O { T y[]; };
 #endif
 
-// Each invocation copies PER consecutive elements (specialization constant 2, as the element-wise
-// kernels: 4 on GPUs, 1 on CPU devices). The first one's index is decoded by divisions, one per
-// dim (the costly part: a 32-bit division is some 20 instructions on a GPU); the next ones step
-// along the innermost dim and decode again only when it wraps.
-layout(constant_id = 2) const uint PER = 1;
-
-void decode(uint i, uint rank, inout int io, inout int oo, out uint inner) {
-  uint rest = i;
-  inner = 0u;
-  for (int d = int(rank) - 1; d >= 0; --d) {
-    uint dim = pc[4 + d];
-    uint q = rest / dim;
-    uint r = rest - q * dim;
-    if (d == int(rank) - 1) inner = r;
-    io += int(r) * int(pc[12 + d]);
-    oo += int(r) * int(pc[20 + d]);
-    rest = q;
-  }
-}
-
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  uint first = element_index() * PER;
-  if (first >= n) return;
-  int base_in = int(pc[2]), base_out = int(pc[3]);
+  uint i = element_index();
+  if (i >= n) return;
+  int io = int(pc[2]), oo = int(pc[3]);
 #ifdef DYNAMIC_OFFSET
-  if (ON_OUTPUT == 0) base_in += dynamic_offset[0]; else base_out += dynamic_offset[0];
+  if (ON_OUTPUT == 0) io += dynamic_offset[0]; else oo += dynamic_offset[0];
 #endif
-  uint last_dim = pc[4 + rank - 1u];
-  int in_step = int(pc[12 + rank - 1u]), out_step = int(pc[20 + rank - 1u]);
-  int io = base_in, oo = base_out;
-  uint inner;
-  decode(first, rank, io, oo, inner);
-  uint count = min(PER, n - first);
-  for (uint k = 0u; k < count; ++k) {
-    if (k > 0u) {
-      if (++inner == last_dim) {
-        io = base_in;
-        oo = base_out;
-        decode(first + k, rank, io, oo, inner);
-      } else {
-        io += in_step;
-        oo += out_step;
-      }
-    }
-    y[oo] = x[io];
+  uint rest = i;
+  for (int d = int(rank) - 1; d >= 0; --d) {
+    uint dim = pc[4 + d];
+    uint q = rest / dim;
+    int r = int(rest - q * dim);
+    io += r * int(pc[12 + d]);
+    oo += r * int(pc[20 + d]);
+    rest = q;
   }
+  y[oo] = x[io];
 }

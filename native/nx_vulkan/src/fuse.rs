@@ -74,7 +74,7 @@ enum Kind {
 
 fn kind(name: &str) -> Option<Kind> {
     Some(match name {
-        "unary_f32p" => Kind::Unary,
+        "unary_f32p" | "unary_f32p_v4" => Kind::Unary,
         "binary_f32p" => Kind::Binary,
         "compare_f32" => Kind::Compare,
         "select_b4" => Kind::Select,

@@ -131,6 +131,7 @@ numeric_family!(window_scatter, "shaders/window_scatter.comp", [], [F32, F64, F1
 
 kernels! {
     gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
+    // Precise f32 unary ops on 16-byte vectors (ops/elementwise.rs says which ops take it).
     unary_f32p_v4 => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";

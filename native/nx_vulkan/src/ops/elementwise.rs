@@ -14,6 +14,11 @@ const UNARY_OPS: &[&str] = &[
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt",
     "erf", "erfc", "erf_inv",
 ];
+/// Precise f32 unary ops that keep one element per step: the rest take unary_f32p_v4's 16-byte
+/// vectors. H200 (f2ce710), us for 64 M elements, scalar / vectors: exp 289 / 193, sigmoid
+/// 311 / 237, sqrt 304 / 180, negate 243 / 155, log 686 / 644, expm1 531 / 511, erf 1493 / 1498;
+/// but tanh 983 / 1015 and sin 465 / 506 (cos and tan share sin's reduction).
+const PRECISE_SCALAR_UNARY: [u32; 4] = [12, 18, 19, 20];
 /// Binary arithmetic op codes (shaders/binary.comp without OUT_U8). Floats: 0..=6; integers all
 /// but divide (Nx divides integers as floats).
 const ARITH_OPS: &[&str] = &[
@@ -75,9 +80,7 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, UNARY_OPS)?;
     let mut kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
-    // NXV_UNARY_V4=1: precise f32 unary ops on 16-byte vectors too (to measure).
-    static V4: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| std::env::var("NXV_UNARY_V4").is_ok_and(|v| v == "1"));
-    if *V4 && kernel.name == shaders::unary::F32P.name {
+    if kernel.name == shaders::unary::F32P.name && !PRECISE_SCALAR_UNARY.contains(&code) {
         kernel = shaders::unary_f32p_v4;
     }
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;

@@ -90,7 +90,7 @@ fn copy_with_offset(
     push.set_strides(12, &strides[0])?;
     push.set_strides(20, &strides[1])?;
     match device_offset {
-        None => dispatch_elements(copy_kernel(elem_bytes)?, 0, &[src, dst], push, n, false),
+        None => dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n)),
         Some(d) => {
             let kernel = by_width(
                 elem_bytes,
@@ -99,7 +99,7 @@ fn copy_with_offset(
                 shaders::copy_dynamic_b4,
                 shaders::copy_dynamic_b8,
             )?;
-            dispatch_elements(kernel, d.on_dst as u32, &[src, &d.offset, dst], push, n, false)
+            dispatch(kernel, d.on_dst as u32, &[src, &d.offset, dst], push, elementwise_groups(n))
         }
     }
 }

@@ -162,7 +162,7 @@ const SPLIT_K_TILES: u64 = 256;
 static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
 
 /// Builds the tensor-core pipeline once, waiting for it: called from `configure` (a dirty NIF, at
-/// start) when NXV_GEMM_COOP=1, so no op waits for it on a normal scheduler, and which kernel
+/// start) unless NXV_GEMM_COOP=0, so no op waits for it on a normal scheduler, and which kernel
 /// an f16 GEMM takes (it decides the rounding) never depends on when the pipeline got built.
 pub fn probe_coop() -> Result<()> {
     if crate::policy::gemm_coop() && ctx()?.info.coopmat_f16 {
@@ -192,7 +192,7 @@ pub fn coop_status() -> String {
 }
 
 /// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
-/// the tensor cores, when NXV_GEMM_COOP=1, where the device has NV cooperative matrices (gemm_coop.comp, f32
+/// the tensor cores (unless NXV_GEMM_COOP=0) where the device has NV cooperative matrices (gemm_coop.comp, f32
 /// accumulation in the tensor cores' order). Large outputs with a 32-bit accumulator take
 /// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
 /// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
