@@ -22,6 +22,17 @@ defmodule Nx.Vulkan.LayoutTest do
     end
   end
 
+  # GPUs decode a copy's index with per-dim multipliers instead of divisions (copy.comp): odd
+  # dims at rank 6, a prime dim past 2^16, reversed and strided views.
+  test "strided copies with odd dims decode every index" do
+    t = Nx.iota({5, 7, 11, 13, 17, 3}, type: :s32, backend: Nx.Vulkan.Backend)
+    assert_device(&Nx.transpose(&1, axes: [5, 3, 1, 4, 0, 2]), [t])
+    assert_device(&Nx.reverse(&1, axes: [1, 4]), [t])
+    long = Nx.iota({3, 100_003}, type: :s32, backend: Nx.Vulkan.Backend)
+    assert_device(&Nx.transpose/1, [long])
+    assert_device(&Nx.slice(&1, [1, 7], [2, 65_537], strides: [1, 3]), [long])
+  end
+
   test "broadcast", %{t: t} do
     assert_device(&Nx.broadcast(&1, {5, 2, 3, 4}), [t])
     assert_device(&Nx.broadcast(&1, {3, 2}, axes: [0]), [dev([1, 2, 3], type: :u8)])

@@ -20,9 +20,37 @@ layout(set = 0, binding = 2) buffer O { T y[]; };
 layout(set = 0, binding = 1) buffer O { T y[]; };
 #endif
 
+// On GPUs (specialization constant 1) the index is decoded without divisions: a 32-bit division
+// is some 20 instructions there, and rank-6 views (conv's im2col patches) spent most of their
+// time on it. The workgroup's first threads work out each dim's Granlund-Montgomery multiplier
+// once (n / d = (t + ((n - t) >> s1)) >> s2 with t the high word of m n: exact for every 32-bit
+// n), and every element then multiplies. CPU devices divide (a barrier costs more there).
+layout(constant_id = 1) const bool MAGIC = false;
+shared uint magic[8];
+shared uint shifts[8];
+
+uint divide(uint n, int d, uint dim) {
+  if (!MAGIC) return n / dim;
+  uint hi, lo;
+  umulExtended(magic[d], n, hi, lo);
+  uint s = shifts[d];
+  return (hi + ((n - hi) >> (s & 0xffu))) >> (s >> 8);
+}
+
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
+  if (MAGIC) {
+    uint lid = gl_LocalInvocationIndex;
+    if (lid < rank) {
+      uint d = pc[4 + lid];
+      uint l = d <= 1u ? 0u : uint(findMSB(d - 1u)) + 1u;  // ceil(log2 d)
+      uint64_t scaled = ((uint64_t(1) << l) - uint64_t(d)) << 32;
+      magic[lid] = uint(scaled / uint64_t(d)) + 1u;
+      shifts[lid] = min(l, 1u) | ((max(l, 1u) - 1u) << 8);
+    }
+    barrier();
+  }
   uint i = element_index();
   if (i >= n) return;
   int io = int(pc[2]), oo = int(pc[3]);
@@ -32,7 +60,7 @@ void main() {
   uint rest = i;
   for (int d = int(rank) - 1; d >= 0; --d) {
     uint dim = pc[4 + d];
-    uint q = rest / dim;
+    uint q = divide(rest, d, dim);
     int r = int(rest - q * dim);
     io += r * int(pc[12 + d]);
     oo += r * int(pc[20 + d]);

@@ -80,7 +80,8 @@ impl Pipeline {
         if constants.contains_key(&0) {
             spec.insert(0, SpecializationConstant::U32(self.op));
         }
-        // Constant 1, where a kernel has it, moves math tables to shared memory on GPUs (math64.glsl).
+        // Constant 1, where a kernel has it, says the device is a GPU: math tables go to shared memory
+        // (math64.glsl), copies divide by multipliers (copy.comp).
         if constants.contains_key(&1) {
             spec.insert(1, SpecializationConstant::Bool(!crate::policy::cpu_device()));
         }

@@ -58,18 +58,25 @@ fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Lay
     dispatch(first, code, &[x, &partials], push, grid(layout.n_out * chunks))?;
 
     let out = alloc(layout.n_out * dtype.bytes())?;
+    let push = partials_push(layout.n_out, chunks, chunks as i64, 1)?;
+    dispatch(second, code, &[&partials, &out], push, grid(layout.n_out))?;
+    Ok(out)
+}
+
+/// The push constants of a split reduction's second pass: `n_out` outputs, each folding `chunks`
+/// partials; consecutive outputs' partials `out_stride` apart, one output's `chunk_stride` apart.
+fn partials_push(n_out: u64, chunks: u64, out_stride: i64, chunk_stride: i64) -> Result<Push> {
     let mut push = Push::new();
-    push.set(0, layout.n_out)?;
+    push.set(0, n_out)?;
     push.set(1, chunks)?;
     push.set(2, 1)?;
     push.set(3, 1)?;
     push.set(4, 0)?;
-    push.set_dims(5, &[layout.n_out])?;
-    push.set_strides(11, &[chunks as i64])?;
+    push.set_dims(5, &[n_out])?;
+    push.set_strides(11, &[out_stride])?;
     push.set_dims(17, &[chunks])?;
-    push.set_strides(23, &[1])?;
-    dispatch(second, code, &[&partials, &out], push, grid(layout.n_out))?;
-    Ok(out)
+    push.set_strides(23, &[chunk_stride])?;
+    Ok(push)
 }
 
 /// Column reductions (reduce_columns.comp). Few column groups over long columns leave the GPU
@@ -103,16 +110,7 @@ fn reduce_columns(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &L
     split_groups[2] = chunks as u32;
     dispatch(first, code, &[x, &partials], push, split_groups)?;
 
-    let mut push = Push::new();
-    push.set(0, layout.n_out)?;
-    push.set(1, chunks)?;
-    push.set(2, 1)?;
-    push.set(3, 1)?;
-    push.set(4, 0)?;
-    push.set_dims(5, &[layout.n_out])?;
-    push.set_strides(11, &[1])?;
-    push.set_dims(17, &[chunks])?;
-    push.set_strides(23, &[layout.n_out as i64])?;
+    let push = partials_push(layout.n_out, chunks, 1, layout.n_out as i64)?;
     dispatch(second, code, &[&partials, &out], push, grid(groups))?;
     Ok(out)
 }
