@@ -29,8 +29,8 @@ layout(constant_id = 1) const bool MAGIC = false;
 shared uint magic[8];
 shared uint shifts[8];
 
-uint divide(uint n, int d, uint dim) {
-  if (!MAGIC) return n / dim;
+uint divide(uint n, int d, uint dim, bool magic_ready) {
+  if (!magic_ready) return n / dim;
   uint hi, lo;
   umulExtended(magic[d], n, hi, lo);
   uint s = shifts[d];
@@ -40,7 +40,9 @@ uint divide(uint n, int d, uint dim) {
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
-  if (MAGIC) {
+  // One dim needs no quotient (the index is the element's own), so no multipliers either.
+  bool magic_ready = MAGIC && rank > 1u;
+  if (magic_ready) {
     uint lid = gl_LocalInvocationIndex;
     if (lid < rank) {
       uint d = pc[4 + lid];
@@ -60,7 +62,7 @@ void main() {
   uint rest = i;
   for (int d = int(rank) - 1; d >= 0; --d) {
     uint dim = pc[4 + d];
-    uint q = divide(rest, d, dim);
+    uint q = d == 0 ? 0u : divide(rest, d, dim, magic_ready);
     int r = int(rest - q * dim);
     io += r * int(pc[12 + d]);
     oo += r * int(pc[20 + d]);
