@@ -4,6 +4,7 @@ run `reps` times, then synchronised; best of 3 rounds after a warm-up round. Pri
 
     python3 bench/peers_kernels.py
 """
+import sys
 import time
 
 import torch
@@ -20,6 +21,10 @@ def rand(*shape, dtype=torch.float32):
 
 
 def timed(name, reps, work, args, fun):
+    # Row names on the command line time only those (as bench/kernels.exs).
+    if sys.argv[1:] and name not in sys.argv[1:]:
+        return
+
     def one_round():
         torch.cuda.synchronize()
         t0 = time.perf_counter()
