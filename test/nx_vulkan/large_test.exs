@@ -96,6 +96,18 @@ defmodule Nx.Vulkan.LargeTest do
     assert_elementwise(&Nx.multiply(&1, Nx.Constants.i()), [z])
   end
 
+  # 4095 x 8192 f32 (just under a 128 MiB binding): on GPUs a split column reduction (rows in
+  # chunks, then a pass over the partials) and 16-byte row folds. Row r holds r mod 7, so every
+  # column sums to the same exact value and every row to 8192 (r mod 7).
+  test "column and row sums of a matrix of more than 2^24 f32 elements" do
+    x = Nx.iota({4095, 8192}, axis: 0, type: :f32) |> Nx.remainder(7)
+    column = Enum.sum(for r <- 0..4094, do: rem(r, 7)) * 1.0
+    assert Nx.to_flat_list(Nx.sum(x, axes: [0])) |> Enum.uniq() == [column]
+    rows = Nx.sum(x, axes: [1]) |> Nx.to_flat_list()
+    assert rows == for(r <- 0..4094, do: rem(r, 7) * 8192.0)
+    assert Nx.to_number(Nx.sum(x)) == column * 8192
+  end
+
   test "full and partial sums over more than 2^24 elements" do
     x = Nx.iota({@above}, type: :s64)
     assert Nx.to_number(Nx.sum(x)) == div(@above * (@above - 1), 2)
