@@ -34,6 +34,17 @@ shared float16_t ta[BM * AS];
 shared float16_t tb[BK * BS];
 shared float16_t scratch[8 * 16 * 16];
 
+// The subgroup's 2 x 4 fragments += its rows of the shared a tile times its columns of the b tile.
+void multiply_tile(uint sr, uint sc, inout fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][4]) {
+  for (uint kk = 0u; kk < BK; kk += 16u) {
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
+    for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta, (sr + 16u * uint(i)) * AS + kk, AS, false);
+    for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb, kk * BS + sc + 16u * uint(j), BS, false);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+  }
+}
+
 void main() {
   uint M = pc[0], N = pc[1], K = pc[2];
   uint batch = gl_WorkGroupID.z;
@@ -80,13 +91,7 @@ void main() {
           rb[l] = b8[(b_base + (k0 + BK + e / 16u) * b_ks + col0 + (e % 16u) * 8u) / 8u];
         }
       }
-      for (uint kk = 0u; kk < BK; kk += 16u) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
-        for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta, (sr + 16u * uint(i)) * AS + kk, AS, false);
-        for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb, kk * BS + sc + 16u * uint(j), BS, false);
-        for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
-      }
+      multiply_tile(sr, sc, acc);
     }
   }
   for (uint k0 = 0u; k0 < (vectors ? 0u : K); k0 += BK) {
@@ -101,13 +106,7 @@ void main() {
       tb[bk * BS + bn] = (hk < K && gc < N) ? b[b_base + hk * b_ks + gc * b_ns] : float16_t(0.0);
     }
     barrier();
-    for (uint kk = 0u; kk < BK; kk += 16u) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
-      for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta, (sr + 16u * uint(i)) * AS + kk, AS, false);
-      for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb, kk * BS + sc + 16u * uint(j), BS, false);
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
-    }
+    multiply_tile(sr, sc, acc);
     barrier();
   }
 

@@ -80,7 +80,7 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, UNARY_OPS)?;
     let mut kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
-    if kernel.name == shaders::unary::F32P.name && !PRECISE_SCALAR_UNARY.contains(&code) {
+    if dtype == Dtype::F32 && precise_f32() && !PRECISE_SCALAR_UNARY.contains(&code) {
         kernel = shaders::unary_f32p_v4;
     }
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;

@@ -24,15 +24,8 @@ const COLUMN_WORKGROUPS: u64 = 4096;
 /// the accumulator type), then each output reduces its partials. The order depends only on the
 /// shape, so results stay identical across runs and batch caps.
 fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Layout) -> Result<BufferRef> {
-    let precise = precise_f32();
-    let (first, second, acc_bytes) = match shaders::split_reduce(dtype, precise) {
-        Some((first, second)) => (first, second, if precise { 8 } else { 4 }),
-        None => {
-            let k = shaders::numeric(Family::Reduce, dtype, precise)
-                .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
-            (k, k, dtype.bytes())
-        }
-    };
+    let (first, second, acc_bytes) =
+        split_passes(shaders::split_reduce(dtype, precise_f32()), Family::Reduce, name, dtype)?;
     let chunks = layout.n_red.div_ceil(SPLIT_CHUNK);
     let red_stride = layout.red_strides[0];
     let (mut kept_dims, mut kept_strides) = if layout.n_out == 1 {
@@ -63,6 +56,18 @@ fn split_reduce(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Lay
     Ok(out)
 }
 
+/// The two passes of a split reduction and the bytes of a partial: the variants that keep
+/// partials in the accumulator type (f64 for precise f32, f32 for f16) where the dtype has them,
+/// else `family`'s plain variant for both passes, its partials in the storage type.
+fn split_passes(pair: Option<(Kernel, Kernel)>, family: Family, name: &str, dtype: Dtype) -> Result<(Kernel, Kernel, u64)> {
+    if let Some((first, second)) = pair {
+        return Ok((first, second, if precise_f32() { 8 } else { 4 }));
+    }
+    let plain = shaders::numeric(family, dtype, precise_f32())
+        .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+    Ok((plain, plain, dtype.bytes()))
+}
+
 /// The push constants of a split reduction's second pass: `n_out` outputs, each folding `chunks`
 /// partials; consecutive outputs' partials `out_stride` apart, one output's `chunk_stride` apart.
 fn partials_push(n_out: u64, chunks: u64, out_stride: i64, chunk_stride: i64) -> Result<Push> {
@@ -85,22 +90,17 @@ fn partials_push(n_out: u64, chunks: u64, out_stride: i64, chunk_stride: i64) ->
 /// workgroups in all, folded into partials (in the accumulator type) that a second pass folds
 /// per column. The order depends only on the shape.
 fn reduce_columns(code: u32, name: &str, dtype: Dtype, x: &BufferRef, layout: &Layout) -> Result<BufferRef> {
-    let precise = precise_f32();
-    let plain = || {
-        shaders::numeric(Family::ReduceColumns, dtype, precise)
-            .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))
-    };
     let groups = layout.n_out.div_ceil(32);
     let chunks = COLUMN_WORKGROUPS.div_ceil(groups).min(layout.n_red / COLUMN_CHUNK_MIN).min(u16::MAX as u64);
     let out = alloc(layout.n_out * dtype.bytes())?;
     if chunks < 2 {
-        dispatch(plain()?, code, &[x, &out], layout.push()?, grid(groups))?;
+        let kernel = shaders::numeric(Family::ReduceColumns, dtype, precise_f32())
+            .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
+        dispatch(kernel, code, &[x, &out], layout.push()?, grid(groups))?;
         return Ok(out);
     }
-    let (first, second, acc_bytes) = match shaders::split_reduce_columns(dtype, precise) {
-        Some((first, second)) => (first, second, if precise { 8 } else { 4 }),
-        None => (plain()?, plain()?, dtype.bytes()),
-    };
+    let (first, second, acc_bytes) =
+        split_passes(shaders::split_reduce_columns(dtype, precise_f32()), Family::ReduceColumns, name, dtype)?;
     let rows = layout.n_red.div_ceil(chunks);
     let chunks = layout.n_red.div_ceil(rows);
     let partials = alloc(chunks * layout.n_out * acc_bytes)?;
