@@ -92,7 +92,7 @@ defmodule Nx.Vulkan.Device do
     :persistent_term.put({__MODULE__, :collect_bytes}, collect)
 
     # f16 GEMMs on tensor cores (NV cooperative matrices) where the device has them: on by
-    # default since their tile loads went 16 bytes at a time (H200, f2ce710: 33.8 TFLOP/s at
+    # default since their tile loads went 16 bytes at a time (H200, a0186a8: 125 TFLOP/s at
     # 4096^3 against the register-blocked kernel's 27.3).
     coop = flag!("NXV_GEMM_COOP", true)
 
