@@ -21,8 +21,8 @@ layout(set = 0, binding = 1) buffer O { T y[]; };
 #endif
 
 // On GPUs (specialization constant 1) the index is decoded without divisions: a 32-bit division
-// is some 20 instructions there, and rank-6 views (conv's im2col patches) spent most of their
-// time on it. The workgroup's first threads work out each dim's Granlund-Montgomery multiplier
+// is some 20 instructions there (H200: transpose 8192^2 from 0.85-0.88 to 0.92 of PyTorch; conv's
+// rank-6 im2col copies did not move, they are bound by their memory pattern). The workgroup's first threads work out each dim's Granlund-Montgomery multiplier
 // once (n / d = (t + ((n - t) >> s1)) >> s2 with t the high word of m n: exact for every 32-bit
 // n), and every element then multiplies. CPU devices divide (a barrier costs more there).
 layout(constant_id = 1) const bool MAGIC = false;
