@@ -1341,6 +1341,54 @@ defmodule Nx.Vulkan.Backend do
   defp im2col_conv(%T{type: type} = out, input, kernel, opts) do
     t = input |> cast(type) |> Nx.rename(nil) |> Nx.transpose(axes: opts[:input_permutation])
     k = kernel |> cast(type) |> Nx.rename(nil) |> Nx.transpose(axes: opts[:kernel_permutation])
+
+    if implicit_conv?(out, t, k, opts),
+      do: implicit_conv(out, t, k, {input, kernel}, opts),
+      else: patches_conv(out, t, k, {input, kernel}, opts)
+  end
+
+  # The implicit-GEMM kernel takes 2-D f32/f16 convs without input dilation whose groups have
+  # at least 32 output features (its blocks are 64 features tall; depthwise convs stay on
+  # im2col), where the policy says so (GPUs; see Nx.Vulkan.Device.configure!/0).
+  defp implicit_conv?(%T{type: type} = out, %T{shape: shape} = t, k, opts) do
+    type in [{:f, 32}, {:f, 16}] and tuple_size(shape) == 4 and
+      Enum.all?(opts[:input_dilation], &(&1 == 1)) and Nx.size(out) > 0 and Nx.size(t) > 0 and
+      div(elem(k.shape, 0), opts[:feature_group_size]) >= 32 and
+      Nx.Vulkan.Device.implicit_conv?()
+  end
+
+  defp implicit_conv(%T{type: type} = out, t, k, {input, kernel}, opts) do
+    {n, c, h, w} = t.shape
+    {f, cg, kh, kw} = k.shape
+    [{lo_h, hi_h}, {lo_w, hi_w}] = opts[:padding]
+    [dh, dw] = opts[:kernel_dilation]
+    [sh, sw] = opts[:strides]
+    oh = div(h + lo_h + hi_h - ((kh - 1) * dh + 1), sh) + 1
+    ow = div(w + lo_w + hi_w - ((kw - 1) * dw + 1), sw) + 1
+    # Each output sums its products in (kh, kw, channel) order: the weights in that order.
+    weights = Nx.transpose(k, axes: [0, 2, 3, 1])
+    nchw = %T{type: type, shape: {n, f, oh, ow}, names: [nil, nil, nil, nil]}
+
+    result =
+      Native.conv2d(
+        type,
+        ref!(t),
+        [n, c, h, w],
+        ref!(weights),
+        [f, kh, kw],
+        div(c, cg),
+        [sh, sw],
+        [lo_h, lo_w],
+        [dh, dw],
+        [oh, ow]
+      )
+      |> result(nchw, :conv, [out, input, kernel, opts])
+
+    result = Nx.transpose(result, axes: inverse_permutation(opts[:output_permutation]))
+    %{out | data: result.data}
+  end
+
+  defp patches_conv(%T{type: type} = out, t, k, {input, kernel}, opts) do
     zero = constant(%T{type: type, shape: {}, names: []}, 0, [])
     k = Nx.pad(k, zero, [{0, 0, 0}, {0, 0, 0} | Enum.map(opts[:kernel_dilation], &{0, 0, &1 - 1})])
 

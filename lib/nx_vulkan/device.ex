@@ -96,6 +96,12 @@ defmodule Nx.Vulkan.Device do
     # 4096^3 against the register-blocked kernel's 27.3).
     coop = flag!("NXV_GEMM_COOP", true)
 
+    # 2-D f32/f16 convolutions as an implicit GEMM that reads the windows in place, where dot
+    # accumulates in f32 on a GPU: on the H200 im2col's copies (padding, patches, the output
+    # transpose) took as long as its GEMM. CPU devices keep im2col and the barrier-free GEMM.
+    implicit_conv = flag!("NXV_IMPLICIT_CONV", class != :software and not precise_dot)
+    put_implicit_conv(implicit_conv)
+
     Native.configure(
       precise,
       precise_dot,
@@ -172,6 +178,15 @@ defmodule Nx.Vulkan.Device do
               "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
     end
   end
+
+  @doc false
+  # Whether 2-D f32/f16 convs take the implicit-GEMM kernel (set at start; the tests flip it to
+  # check that kernel on CPU devices too).
+  def implicit_conv?, do: :persistent_term.get({__MODULE__, :implicit_conv}, false)
+
+  @doc false
+  def put_implicit_conv(on) when is_boolean(on),
+    do: :persistent_term.put({__MODULE__, :implicit_conv}, on)
 
   @doc false
   # Bytes of results after which a process collects its garbage (0: never).

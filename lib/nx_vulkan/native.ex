@@ -76,6 +76,18 @@ nifs = [
   arg_reduce: [:op, :type, :x, :shape, :axes, :tie_high, :index_bytes],
   triangular_solve: [:type, :a, :b, :n, :cols, :batches, :backward, :a_strides, :b_strides],
   dot: [:type, :a, :a_shape, :a_contract, :a_batch, :b, :b_shape, :b_contract, :b_batch],
+  conv2d: [
+    :type,
+    :input,
+    :input_shape,
+    :kernel,
+    :kernel_dims,
+    :groups,
+    :strides,
+    :padding_low,
+    :dilation,
+    :out_spatial
+  ],
   # pipelines.rs, pipeline_disk_cache.rs, memory and queue bounds (device.rs, tensor.rs)
   forget_pipelines: [],
   save_pipeline_cache: [],

@@ -395,6 +395,92 @@ defmodule Nx.Vulkan.ConvTest do
   end
 end
 
+# The implicit-GEMM conv kernel (GPUs' default for 2-D f32/f16 convs), forced on here so CPU
+# devices check it too: windows read in place, padding and strides as bounds, NCHW stores, f32
+# accumulation in (kh, kw, channel) order. Not async: the policy is global.
+defmodule Nx.Vulkan.ImplicitConvTest do
+  use Nx.Vulkan.DeviceCase, async: false
+
+  setup do
+    previous = Nx.Vulkan.Device.implicit_conv?()
+    Nx.Vulkan.Device.put_implicit_conv(true)
+    on_exit(fn -> Nx.Vulkan.Device.put_implicit_conv(previous) end)
+  end
+
+  # Sums of up to 150 products of terms below 1 in f32: a few f32 roundings of partial sums.
+  @tol [rtol: 1.0e-5, atol: 1.0e-4]
+
+  defp kernels_run(fun) do
+    Nx.Vulkan.set_gpu_timing(true)
+    Nx.Vulkan.take_kernel_times()
+
+    try do
+      result = fun.()
+      Nx.Vulkan.flush()
+      {result, Nx.Vulkan.take_kernel_times() |> Enum.map(&elem(&1, 0))}
+    after
+      Nx.Vulkan.set_gpu_timing(false)
+    end
+  end
+
+  test "strides, padding (negative too), dilations, groups, permutations, ragged blocks" do
+    cases = [
+      {{2, 3, 9, 11}, {64, 3, 3, 3}, []},
+      {{2, 8, 10, 10}, {64, 8, 3, 3}, [padding: :same]},
+      {{2, 8, 10, 10}, {64, 8, 3, 3},
+       [padding: [{1, 2}, {0, 1}], strides: [2, 1], kernel_dilation: [1, 2]]},
+      {{1, 16, 12, 12}, {128, 8, 3, 3}, [feature_group_size: 2, padding: :same]},
+      {{3, 4, 7, 7}, {70, 4, 2, 2}, [padding: [{-1, 1}, {2, 0}], strides: [1, 3]]},
+      {{2, 130, 5, 6}, {150, 130, 1, 1}, []},
+      {{2, 8, 8, 6}, {33, 6, 3, 3},
+       [input_permutation: [0, 3, 1, 2], output_permutation: [0, 3, 1, 2]]}
+    ]
+
+    for {{x_shape, k_shape, opts}, i} <- Enum.with_index(cases) do
+      x = random(x_shape, :f32, 1.0, 70 + i)
+      k = random(k_shape, :f32, 1.0, 80 + i)
+      {_, names} = kernels_run(fn -> assert_device(&Nx.conv(&1, &2, opts), [x, k], @tol) end)
+      assert :gemm_conv_f32 in names, "#{inspect(opts)} ran #{inspect(names)}"
+    end
+  end
+
+  test "128-feature blocks, f16, and what stays on im2col" do
+    # 2 x 128 x 128 outputs of 128 features: 256 blocks of 128 x 128 (gemm_tiled's TM = 8),
+    # too many products for the BinaryBackend here: against the im2col path of this device.
+    x = random({2, 4, 130, 130}, :f32, 1.0, 90)
+    k = random({128, 4, 3, 3}, :f32, 1.0, 91)
+    {implicit, names} = kernels_run(fn -> Nx.conv(x, k, padding: [{0, 1}, {1, 0}]) end)
+    assert :gemm_conv8_f32 in names
+    Nx.Vulkan.Device.put_implicit_conv(false)
+    {patches, names} = kernels_run(fn -> Nx.conv(x, k, padding: [{0, 1}, {1, 0}]) end)
+    refute :gemm_conv8_f32 in names
+    assert Nx.all_close(implicit, patches, rtol: 1.0e-5, atol: 1.0e-4) |> Nx.to_number() == 1
+    Nx.Vulkan.Device.put_implicit_conv(true)
+
+    x16 = random({2, 8, 10, 10}, :f16, 1.0, 92)
+    k16 = random({64, 8, 3, 3}, :f16, 1.0, 93)
+
+    {_, names} =
+      kernels_run(fn -> assert_device(&Nx.conv/2, [x16, k16], rtol: 2.0e-3, atol: 2.0e-2) end)
+
+    assert :gemm_conv_f16 in names
+
+    # Depthwise (one feature per group) and input dilation keep the patches and the GEMM.
+    dw = random({2, 8, 6, 6}, :f32, 1.0, 94)
+
+    {_, names} =
+      kernels_run(fn ->
+        assert_device(
+          &Nx.conv(&1, &2, feature_group_size: 8),
+          [dw, random({8, 1, 3, 3}, :f32, 1.0, 95)],
+          @tol
+        )
+      end)
+
+    refute Enum.any?(names, &(&1 in [:gemm_conv_f32, :gemm_conv8_f32]))
+  end
+end
+
 defmodule Nx.Vulkan.WindowScatterTest do
   use Nx.Vulkan.DeviceCase, async: true
 

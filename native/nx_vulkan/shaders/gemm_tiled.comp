@@ -11,6 +11,18 @@
 // Defines as gemm.comp, plus TM (4: 64x64 blocks, BK 16; 8: 128x128 blocks, BK 8; either way
 // each thread loads 4 elements of each operand per tile). Only for 32-bit accumulators W.
 // Bindings and push constants as gemm.comp. Dispatch: (ceil(N/BN), ceil(M/BM), batch).
+//
+// With CONV defined, the same kernel is a 2-D convolution as an implicit GEMM (no padded copy,
+// no im2col patches, no output transpose): per feature group (batch = group), c^T = w . P^T
+// where w is the group's [M = features][K = (kh, kw, c)] weights (a, contiguous), P the
+// patches of the NCHW input b, read in place (a column is an output pixel (n, oh, ow), a row of
+// K an input element; padding and strides are bounds and index arithmetic), and the result is
+// stored straight into NCHW. Per output the products are summed in the order of K from +0, as
+// the GEMM of im2col patches laid out in that order would. Push constants beyond gemm.comp's
+// (pc[9..11] unused): pc[12] channels per group CG, pc[13] KW, pc[14] OW, pc[15] OH * OW,
+// pc[16] H, pc[17] W, pc[18..19] strides, pc[20..21] padding before (signed), pc[22..23]
+// kernel dilation, pc[24] input batch stride (C H W), pc[25] input channel stride (H W),
+// pc[26] output features F (all groups).
 #include "common.glsl"
 #define BM (16 * TM)
 #define BN (16 * TM)
@@ -42,6 +54,24 @@ void main() {
   // Which index runs fastest across threads in the tile loads: the operand's unit-stride one, so
   // plain and transposed operands both load in coalesced runs (a uniform branch).
   bool a_k_fast = a_ks == 1u, b_n_fast = b_ns == 1u || b_ks != 1u;
+#ifdef CONV
+  b_n_fast = true;
+  // This thread's column of P is the same in every tile (bn = tid % BN): decode it once.
+  uint CG = pc[12], KW = pc[13], OW = pc[14], OHW = pc[15], H = pc[16], WI = pc[17];
+  uint s_c = pc[25];
+  uint my_col = col0 + tid % BN;
+  bool col_ok = my_col < N;
+  uint pn = my_col / OHW, po = my_col - pn * OHW, poh = po / OW, pow_ = po - poh * OW;
+  int ih0 = int(poh * pc[18]) - int(pc[20]), iw0 = int(pow_ * pc[19]) - int(pc[21]);
+  uint in_base = pc[8] + batch * CG * s_c + pn * pc[24];
+  // Where each of this thread's 4 rows of the B tile is in K = (kh, kw, c): advanced by BK a
+  // tile (CG may be smaller than BK: the loop then wraps several times).
+  uint kc[4], kkw[4], kkh[4];
+  for (uint l = 0u; l < 4u; ++l) {
+    kc[l] = (tid + l * 256u) / BN; kkw[l] = 0u; kkh[l] = 0u;
+    while (kc[l] >= CG) { kc[l] -= CG; if (++kkw[l] == KW) { kkw[l] = 0u; ++kkh[l]; } }
+  }
+#endif
 
   W acc[TM][TM];
   for (int i = 0; i < TM; ++i) for (int j = 0; j < TM; ++j) acc[i][j] = W(0);
@@ -71,7 +101,15 @@ void main() {
         ra[l] = (gr < M && gk < K) ? W(a[a_base + gr * a_ms + gk * a_ks]) : W(0);
         uint bn = b_n_fast ? e % BN : e / BK, bk = b_n_fast ? e / BN : e % BK;
         uint hk = k0 + bk, gc = col0 + bn;
+#ifdef CONV
+        int ih = ih0 + int(kkh[l] * pc[22]), iw = iw0 + int(kkw[l] * pc[23]);
+        bool inside = col_ok && hk < K && uint(ih) < H && uint(iw) < WI;
+        rb[l] = inside ? W(b[in_base + kc[l] * s_c + uint(ih) * WI + uint(iw)]) : W(0);
+        kc[l] += BK;
+        while (kc[l] >= CG) { kc[l] -= CG; if (++kkw[l] == KW) { kkw[l] = 0u; ++kkh[l]; } }
+#else
         rb[l] = (hk < K && gc < N) ? W(b[b_base + hk * b_ks + gc * b_ns]) : W(0);
+#endif
       }
     }
     if (t > 0u) {
@@ -86,6 +124,19 @@ void main() {
       }
     }
   }
+#ifdef CONV
+  // Column (n, o) of group `batch`'s feature r goes to NCHW's (n, batch M + r, o).
+  uint F = pc[26];
+  for (int j = 0; j < TM; ++j) {
+    uint col = col0 + 64u * uint(j / 4) + tx * 4u + uint(j % 4);
+    if (col >= N) continue;
+    uint n = col / OHW, out_base = n * F * OHW + col - n * OHW;
+    for (int i = 0; i < TM; ++i) {
+      uint r = row0 + 64u * uint(i / 4) + ty * 4u + uint(i % 4);
+      if (r < M) c[out_base + (batch * M + r) * OHW] = T(acc[i][j]);
+    }
+  }
+#else
   for (int i = 0; i < TM; ++i) {
     uint r = row0 + 64u * uint(i / 4) + ty * 4u + uint(i % 4);
     if (r >= M) continue;
@@ -94,4 +145,5 @@ void main() {
       if (col < N) c[(batch * M + r) * N + col] = T(acc[i][j]);
     }
   }
+#endif
 }

@@ -229,6 +229,80 @@ const TILED_MIN_BLOCKS: u64 = 64;
 /// split K only when skinny (k_splits).
 const TILED8_MIN_BLOCKS: u64 = 256;
 
+/// 2-D convolution as an implicit GEMM (gemm_tiled.comp with CONV): `input` NCHW contiguous
+/// `[n, c, h, w]`, `kernel` the weights reordered to `[f, kh, kw, c / groups]` contiguous (the
+/// order in which each output sums its products), `kernel_dims` `[f, kh, kw]`; the result is
+/// NCHW `[n, f, oh, ow]`. Only 32-bit accumulators (f32, f16). Padding is the low side's, signed;
+/// the high side's is in `out_spatial`.
+#[rustler::nif]
+#[allow(clippy::too_many_arguments)]
+fn conv2d(
+    env: rustler::Env,
+    dtype: Dtype,
+    input: BufferRef,
+    input_shape: Vec<u64>,
+    kernel: BufferRef,
+    kernel_dims: Vec<u64>,
+    groups: u64,
+    strides: Vec<u64>,
+    padding_low: Vec<i64>,
+    dilation: Vec<u64>,
+    out_spatial: Vec<u64>,
+) -> Result<BufferRef> {
+    let _capture = crate::capture::scope(env);
+    let (&[n, c, h, w], &[f, kh, kw], &[sh, sw], &[ph, pw], &[dh, dw], &[oh, ow]) = (
+        input_shape.as_slice(),
+        kernel_dims.as_slice(),
+        strides.as_slice(),
+        padding_low.as_slice(),
+        dilation.as_slice(),
+        out_spatial.as_slice(),
+    ) else {
+        return Err(arg_error!("conv2d takes a rank-4 input and 2 spatial dims of kernel, strides, padding and dilation"));
+    };
+    if groups == 0 || c % groups != 0 || f % groups != 0 || c == 0 || kh * kw == 0 {
+        return Err(arg_error!("conv2d: {c} channels and {f} features do not split into {groups} groups"));
+    }
+    let (cg, fg) = (c / groups, f / groups);
+    let k = kh * kw * cg;
+    let eb = dtype.bytes();
+    check_extent(&input, eb, 0, &input_shape, &contiguous_strides(&input_shape))?;
+    check_extent(&kernel, eb, 0, &[f, k], &[k as i64, 1])?;
+    let (family, tile) = if fg >= 128 && groups * fg.div_ceil(128) * (n * oh * ow).div_ceil(128) >= TILED8_MIN_BLOCKS {
+        (Family::GemmConv8, 128)
+    } else {
+        (Family::GemmConv, 64)
+    };
+    // Each 16-wide K tile runs the kernel's loops about 40 times (loads, products, the channel
+    // walk): on CPU devices stay under lavapipe's loop budget.
+    if cpu_device() && k.div_ceil(16) * (40 + 4 * 16 / cg.min(16)) > LAVAPIPE_LOOP_BUDGET {
+        return Err(unsupported!("conv2d contracting {k} elements exceeds what one pass can loop over on a CPU device"));
+    }
+    let kernel_fn = shaders::numeric(family, dtype, false)
+        .ok_or_else(|| unsupported!("conv2d on {} has no implicit-GEMM kernel", dtype.name()))?;
+    let cols = n * oh * ow;
+    let out = alloc(cols * f * eb)?;
+    if cols * f == 0 {
+        return Ok(out);
+    }
+    let mut push = Push::new();
+    push.set_dims(0, &[fg, cols, k, groups, 0, fg * k, k, 1, 0])?;
+    push.set_dims(12, &[cg, kw, ow, oh * ow, h, w, sh, sw])?;
+    push.set_strides(20, &[ph, pw])?;
+    push.set_dims(22, &[dh, dw, c * h * w, h * w, f])?;
+    let groups3 = [
+        u32::try_from(cols.div_ceil(tile)).map_err(|_| unsupported!("conv2d too large"))?,
+        u32::try_from(fg.div_ceil(tile)).map_err(|_| unsupported!("conv2d too large"))?,
+        u32::try_from(groups).map_err(|_| unsupported!("conv2d too large"))?,
+    ];
+    let max = ctx()?.info.max_workgroup_count;
+    if groups3.iter().zip(max.iter()).any(|(g, m)| g > m) {
+        return Err(unsupported!("conv2d of {cols} outputs x {f} features exceeds the device's dispatch limits"));
+    }
+    dispatch(kernel_fn, 0, &[&kernel, &input, &out], push, groups3)?;
+    Ok(out)
+}
+
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
 /// for each batch, `a` read as M with (row, col) strides `a_strides`, the right-hand sides from
 /// `b` with (row, col) strides `b_strides`, forward or `backward` substitution; the result has
