@@ -184,6 +184,22 @@ time.(
 )
 
 time.(
+  "conv2d f32 3x3 128->128 28x28 b32",
+  5,
+  "flops=#{2 * 32 * 128 * 28 * 28 * 128 * 9}",
+  fn -> {rand.({32, 128, 28, 28}, :f32), rand.({128, 128, 3, 3}, :f32)} end,
+  fn {x, k} -> Nx.conv(x, k, padding: :same) end
+)
+
+time.(
+  "conv2d f32 7x7/2 3->64 224x224 b8",
+  5,
+  "flops=#{2 * 8 * 64 * 112 * 112 * 3 * 49}",
+  fn -> {rand.({8, 3, 224, 224}, :f32), rand.({64, 3, 7, 7}, :f32)} end,
+  fn {x, k} -> Nx.conv(x, k, padding: [{3, 3}, {3, 3}], strides: [2, 2]) end
+)
+
+time.(
   "sort f32 1M",
   5,
   "bytes=#{2 * 4 * 1024 * 1024}",

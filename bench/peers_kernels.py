@@ -77,6 +77,11 @@ def softmax_rows(x):
 timed("softmax rows f32 8192^2", 10, f"bytes={8 * M64}", (rand(8192, 8192),), softmax_rows)
 timed("conv2d f32 3x3 64->64 56x56 b32", 5, f"flops={2 * 32 * 64 * 56 * 56 * 64 * 9}",
       (rand(32, 64, 56, 56), rand(64, 64, 3, 3)), lambda x, k: torch.nn.functional.conv2d(x, k, padding=1))
+timed("conv2d f32 3x3 128->128 28x28 b32", 5, f"flops={2 * 32 * 128 * 28 * 28 * 128 * 9}",
+      (rand(32, 128, 28, 28), rand(128, 128, 3, 3)), lambda x, k: torch.nn.functional.conv2d(x, k, padding=1))
+timed("conv2d f32 7x7/2 3->64 224x224 b8", 5, f"flops={2 * 8 * 64 * 112 * 112 * 3 * 49}",
+      (rand(8, 3, 224, 224), rand(64, 3, 7, 7)),
+      lambda x, k: torch.nn.functional.conv2d(x, k, padding=3, stride=2))
 timed("sort f32 1M", 5, f"bytes={8 * 1024 * 1024}", (rand(1024 * 1024),), torch.sort)
 timed("gather f32 16M of 64M", 10, f"bytes={12 * 16 * 1024 * 1024}",
       (rand(M64), torch.arange(16 * 1024 * 1024, device=dev) * 4), lambda x, i: x[i])
