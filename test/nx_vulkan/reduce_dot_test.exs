@@ -432,6 +432,9 @@ defmodule Nx.Vulkan.ImplicitConvTest do
       {{1, 16, 12, 12}, {128, 8, 3, 3}, [feature_group_size: 2, padding: :same]},
       {{3, 4, 7, 7}, {70, 4, 2, 2}, [padding: [{-1, 1}, {2, 0}], strides: [1, 3]]},
       {{2, 130, 5, 6}, {150, 130, 1, 1}, []},
+      # channels a multiple of the 16-wide K tile: the per-tile (kh, kw) walk
+      {{2, 32, 9, 9}, {64, 32, 3, 3}, [padding: :same, strides: 2]},
+      {{1, 48, 6, 7}, {96, 16, 2, 3}, [feature_group_size: 3, kernel_dilation: [2, 1]]},
       {{2, 8, 8, 6}, {33, 6, 3, 3},
        [input_permutation: [0, 3, 1, 2], output_permutation: [0, 3, 1, 2]]}
     ]
@@ -447,8 +450,8 @@ defmodule Nx.Vulkan.ImplicitConvTest do
   test "128-feature blocks, f16, and what stays on im2col" do
     # 2 x 128 x 128 outputs of 128 features: 256 blocks of 128 x 128 (gemm_tiled's TM = 8),
     # too many products for the BinaryBackend here: against the im2col path of this device.
-    x = random({2, 4, 130, 130}, :f32, 1.0, 90)
-    k = random({128, 4, 3, 3}, :f32, 1.0, 91)
+    x = random({2, 8, 130, 130}, :f32, 1.0, 90)
+    k = random({128, 8, 3, 3}, :f32, 1.0, 91)
     {implicit, names} = kernels_run(fn -> Nx.conv(x, k, padding: [{0, 1}, {1, 0}]) end)
     assert :gemm_conv8_f32 in names
     Nx.Vulkan.Device.put_implicit_conv(false)
