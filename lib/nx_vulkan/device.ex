@@ -212,11 +212,18 @@ defmodule Nx.Vulkan.Device do
 
   # The register-blocked GEMM's block edge, forced (to measure crossovers on a new device);
   # 0 lets the shape choose (see native/nx_vulkan/src/ops/matmul.rs).
+  # "64": 64x64 blocks of 256 threads, "64x64/128": of 128 threads (8x4 outputs each), "128":
+  # 128x128, "128x64": 128 rows by 64 columns.
+  @gemm_blocks %{"64" => 64, "64x64/128" => 65, "128" => 128, "128x64" => 129}
   defp gemm_block! do
     case System.get_env("NXV_GEMM_BLOCK") do
-      value when value in [nil, ""] -> 0
-      value when value in ~w(64 128) -> String.to_integer(value)
-      other -> raise ArgumentError, "NXV_GEMM_BLOCK must be 64 or 128, got: #{inspect(other)}"
+      value when value in [nil, ""] ->
+        0
+
+      value ->
+        Map.get(@gemm_blocks, value) ||
+          raise ArgumentError,
+                "NXV_GEMM_BLOCK must be one of #{Enum.join(Map.keys(@gemm_blocks), ", ")}, got: #{inspect(value)}"
     end
   end
 

@@ -1,15 +1,18 @@
 #version 450
-// Batched GEMM for large M and N, register-blocked: a workgroup of 16x16 threads owns a
-// BM x BN block of c (BM = BN = 16 TM), each thread a TM x TM sub-block made of 4x4 pieces
-// 64 rows/columns apart (rows ty*4 + 64 p + i), so each thread reads its operands from shared
-// memory as whole vec4s and stores runs of 4 columns. K is staged through shared memory BK at a
-// time in two buffers: the next tile's global loads are issued before the current tile's
-// arithmetic, and one barrier per tile suffices (a buffer is written only after every thread has
-// passed the barrier that ended its last use). Each output accumulates a[k] b[k] for
-// k = 0, 1, ... in order from +0 (padding adds +0 products, which change nothing), the same
-// sequence as gemm.comp.
-// Defines as gemm.comp, plus TM (4: 64x64 blocks, BK 16; 8: 128x128 blocks, BK 8; either way
-// each thread loads 4 elements of each operand per tile). Only for 32-bit accumulators W.
+// Batched GEMM for large M and N, register-blocked: a workgroup of 16 x NTY threads owns a
+// BM x BN block of c (BM = NTY TM, BN = 16 TN), each thread a TM x TN sub-block made of 4x4
+// pieces 4 NTY rows and 64 columns apart (rows ty*4 + 4 NTY p + i, columns tx*4 + 64 q + j), so
+// each thread reads its operands from shared memory as whole vec4s and stores runs of 4
+// columns. K is staged through shared memory BK at a time in two buffers: the next tile's global
+// loads are issued before the current tile's arithmetic, and one barrier per tile suffices (a
+// buffer is written only after every thread has passed the barrier that ended its last use).
+// Each output accumulates a[k] b[k] for k = 0, 1, ... in order from +0 (padding adds +0
+// products, which change nothing), the same sequence as gemm.comp.
+// Defines as gemm.comp, plus TM (rows per thread: 4 gives 64x64 blocks with BK 16, 8 gives
+// 128x128 with BK 8, each thread loading 4 elements of each operand per tile), and optionally
+// TN (columns per thread, default TM), NTY (thread rows, default 16) and BK: TM 8, TN 4, NTY 8,
+// BK 16 is a 64x64 block of 128 threads, each loading 8 elements of each operand per tile.
+// Only for 32-bit accumulators W.
 // Bindings and push constants as gemm.comp. Dispatch: (ceil(N/BN), ceil(M/BM), batch).
 //
 // With CONV defined, the same kernel is a 2-D convolution as an implicit GEMM (no padded copy,
@@ -24,10 +27,23 @@
 // kernel dilation, pc[24] input batch stride (C H W), pc[25] input channel stride (H W),
 // pc[26] output features F (all groups).
 #include "common.glsl"
-#define BM (16 * TM)
-#define BN (16 * TM)
+#ifndef TN
+#define TN TM
+#endif
+#ifndef NTY
+#define NTY 16
+#endif
+#ifndef BK
 #define BK (64 / TM)
+#endif
+#define NT (16 * NTY)
+#define BM (NTY * TM)
+#define BN (16 * TN)
 #define BM4 (BM / 4)
+#define BN4 (BN / 4)
+// Elements of each operand's tile every thread loads.
+#define LA (BK * BM / NT)
+#define LB (BK * BN / NT)
 #if defined(IS_INT) && defined(IS_SIGNED)
 #define W4 ivec4
 #elif defined(IS_INT)
@@ -35,14 +51,14 @@
 #else
 #define W4 vec4
 #endif
-layout(local_size_x = 16, local_size_y = 16) in;
+layout(local_size_x = 16, local_size_y = NTY) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 // [buffer][k][m / 4], one vec4 of padding per row: column-wise stores of a k-fastest tile then
 // spread over all banks instead of hitting BK-way conflicts.
 shared W4 ta[2][BK][BM4 + 1];
-shared W4 tb[2][BK][BM4 + 1];
+shared W4 tb[2][BK][BN4 + 1];
 
 void main() {
   uint M = pc[0], N = pc[1], K = pc[2];
@@ -73,19 +89,22 @@ void main() {
   uint tile_c = 0u, tile_kw = 0u, tile_kh = 0u;
 #endif
 
-  W acc[TM][TM];
-  for (int i = 0; i < TM; ++i) for (int j = 0; j < TM; ++j) acc[i][j] = W(0);
-  W ra[4], rb[4];
+  W acc[TM][TN];
+  for (int i = 0; i < TM; ++i) for (int j = 0; j < TN; ++j) acc[i][j] = W(0);
+  W ra[LA], rb[LB];
 
   uint tiles = (K + BK - 1u) / BK;
   for (uint t = 0u; t <= tiles; ++t) {
     // Stage tile t - 1 (loaded into registers last time) into buffer (t - 1) & 1.
     if (t > 0u) {
       uint s = (t - 1u) & 1u;
-      for (uint l = 0u; l < 4u; ++l) {
-        uint e = tid + l * 256u;
+      for (uint l = 0u; l < LA; ++l) {
+        uint e = tid + l * NT;
         uint am = a_k_fast ? e / BK : e % BM, ak = a_k_fast ? e % BK : e / BM;
         ta[s][ak][am >> 2][am & 3u] = ra[l];
+      }
+      for (uint l = 0u; l < LB; ++l) {
+        uint e = tid + l * NT;
         uint bn = b_n_fast ? e % BN : e / BK, bk = b_n_fast ? e / BN : e % BK;
         tb[s][bk][bn >> 2][bn & 3u] = rb[l];
       }
@@ -94,11 +113,14 @@ void main() {
     // Issue tile t's global loads before computing on tile t - 1.
     if (t < tiles) {
       uint k0 = t * BK;
-      for (uint l = 0u; l < 4u; ++l) {
-        uint e = tid + l * 256u;
+      for (uint l = 0u; l < LA; ++l) {
+        uint e = tid + l * NT;
         uint am = a_k_fast ? e / BK : e % BM, ak = a_k_fast ? e % BK : e / BM;
         uint gr = row0 + am, gk = k0 + ak;
         ra[l] = (gr < M && gk < K) ? W(a[a_base + gr * a_ms + gk * a_ks]) : W(0);
+      }
+      for (uint l = 0u; l < LB; ++l) {
+        uint e = tid + l * NT;
         uint bn = b_n_fast ? e % BN : e / BK, bk = b_n_fast ? e / BN : e % BK;
         uint hk = k0 + bk, gc = col0 + bn;
 #ifdef CONV
@@ -119,32 +141,36 @@ void main() {
     if (t > 0u) {
       uint s = (t - 1u) & 1u;
       for (uint k = 0u; k < BK; ++k) {
-        W av[TM], bv[TM];
+        W av[TM], bv[TN];
         for (int p = 0; p < TM / 4; ++p) {
-          W4 x = ta[s][k][ty + 16u * uint(p)], y = tb[s][k][tx + 16u * uint(p)];
-          for (int i = 0; i < 4; ++i) { av[4 * p + i] = x[i]; bv[4 * p + i] = y[i]; }
+          W4 x = ta[s][k][ty + NTY * uint(p)];
+          for (int i = 0; i < 4; ++i) av[4 * p + i] = x[i];
         }
-        for (int i = 0; i < TM; ++i) for (int j = 0; j < TM; ++j) acc[i][j] += av[i] * bv[j];
+        for (int q = 0; q < TN / 4; ++q) {
+          W4 y = tb[s][k][tx + 16u * uint(q)];
+          for (int j = 0; j < 4; ++j) bv[4 * q + j] = y[j];
+        }
+        for (int i = 0; i < TM; ++i) for (int j = 0; j < TN; ++j) acc[i][j] += av[i] * bv[j];
       }
     }
   }
 #ifdef CONV
   // Column (n, o) of group `batch`'s feature r goes to NCHW's (n, batch M + r, o).
   uint F = pc[26];
-  for (int j = 0; j < TM; ++j) {
+  for (int j = 0; j < TN; ++j) {
     uint col = col0 + 64u * uint(j / 4) + tx * 4u + uint(j % 4);
     if (col >= N) continue;
     uint n = col / OHW, out_base = n * F * OHW + col - n * OHW;
     for (int i = 0; i < TM; ++i) {
-      uint r = row0 + 64u * uint(i / 4) + ty * 4u + uint(i % 4);
+      uint r = row0 + 4u * NTY * uint(i / 4) + ty * 4u + uint(i % 4);
       if (r < M) c[out_base + (batch * M + r) * OHW] = T(acc[i][j]);
     }
   }
 #else
   for (int i = 0; i < TM; ++i) {
-    uint r = row0 + 64u * uint(i / 4) + ty * 4u + uint(i % 4);
+    uint r = row0 + 4u * NTY * uint(i / 4) + ty * 4u + uint(i % 4);
     if (r >= M) continue;
-    for (int j = 0; j < TM; ++j) {
+    for (int j = 0; j < TN; ++j) {
       uint col = col0 + 64u * uint(j / 4) + tx * 4u + uint(j % 4);
       if (col < N) c[(batch * M + r) * N + col] = T(acc[i][j]);
     }

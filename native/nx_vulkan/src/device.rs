@@ -113,8 +113,8 @@ fn configure(
     if !matches!(elements_per_invocation, 1 | 2 | 4 | 8 | 16) {
         return Err(arg_error!("elements per invocation must be 1, 2, 4, 8 or 16, got {elements_per_invocation}"));
     }
-    if !matches!(gemm_block, 0 | 64 | 128) {
-        return Err(arg_error!("GEMM block must be 64 or 128 (0: by shape), got {gemm_block}"));
+    if !matches!(gemm_block, 0 | 64 | 65 | 128 | 129) {
+        return Err(arg_error!("GEMM block must be 64, 65, 128 or 129 (0: by shape), got {gemm_block}"));
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
     crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);

@@ -119,6 +119,8 @@ numeric_family!(gemm, "shaders/gemm.comp", [], [F32, F32P, F64, F16, F16P, S8, S
 // 32-bit accumulators only (see ops/matmul.rs).
 numeric_family!(gemm_tiled, "shaders/gemm_tiled.comp", ["TM" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 numeric_family!(gemm_tiled8, "shaders/gemm_tiled.comp", ["TM" = "8"], [F32, F16, S8, S16, S32, U8, U16, U32]);
+numeric_family!(gemm_tiled84, "shaders/gemm_tiled.comp", ["TM" = "8", "TN" = "4", "NTY" = "8", "BK" = "16"], [F32, F16, S8, S16, S32, U8, U16, U32]);
+numeric_family!(gemm_tiled_tall, "shaders/gemm_tiled.comp", ["TM" = "8", "TN" = "4", "NTY" = "16", "BK" = "16"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 numeric_family!(gemm_conv, "shaders/gemm_tiled.comp", ["TM" = "4", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_conv8, "shaders/gemm_tiled.comp", ["TM" = "8", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_rows, "shaders/gemm_rows.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
@@ -203,6 +205,8 @@ pub enum Family {
     Gemm,
     GemmTiled,
     GemmTiled8,
+    GemmTiled84,
+    GemmTiledTall,
     GemmConv,
     GemmConv8,
     GemmCoop,
@@ -234,6 +238,8 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         Family::Gemm => gemm::VARIANTS,
         Family::GemmTiled => gemm_tiled::VARIANTS,
         Family::GemmTiled8 => gemm_tiled8::VARIANTS,
+        Family::GemmTiled84 => gemm_tiled84::VARIANTS,
+        Family::GemmTiledTall => gemm_tiled_tall::VARIANTS,
         Family::GemmConv => gemm_conv::VARIANTS,
         Family::GemmConv8 => gemm_conv8::VARIANTS,
         Family::GemmRows => gemm_rows::VARIANTS,
@@ -258,7 +264,7 @@ fn lookup(variants: &[(Dtype, bool, Kernel)], dtype: Dtype, precise: bool) -> Op
 /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules). A family
 /// missing here still works: its modules then load on first use.
 pub fn all() -> impl Iterator<Item = Kernel> {
-    let families: [&[(Dtype, bool, Kernel)]; 24] = [
+    let families: [&[(Dtype, bool, Kernel)]; 26] = [
         unary::VARIANTS,
         binary::VARIANTS,
         compare::VARIANTS,
@@ -272,6 +278,8 @@ pub fn all() -> impl Iterator<Item = Kernel> {
         gemm::VARIANTS,
         gemm_tiled::VARIANTS,
         gemm_tiled8::VARIANTS,
+        gemm_tiled84::VARIANTS,
+        gemm_tiled_tall::VARIANTS,
         gemm_conv::VARIANTS,
         gemm_conv8::VARIANTS,
         gemm_rows::VARIANTS,

@@ -124,9 +124,11 @@ fn dot(
             return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
         }
     }
+    // tile 0: gemm_tiled_tall's 128-row, 64-column blocks.
+    let (tile_m, tile_n) = if tile == 0 { (128, 64) } else { (tile, tile) };
     let groups = [
-        u32::try_from(n.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
-        u32::try_from(m.div_ceil(tile)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(n.div_ceil(tile_n)).map_err(|_| unsupported!("dot too large"))?,
+        u32::try_from(m.div_ceil(tile_m)).map_err(|_| unsupported!("dot too large"))?,
         u32::try_from(batch).map_err(|_| unsupported!("dot too large"))?,
     ];
     let max = ctx()?.info.max_workgroup_count;
@@ -207,7 +209,12 @@ fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool)
     } else if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
         (Family::Gemm, 16)
     } else if gemm_block() != 0 {
-        if gemm_block() == 128 { (Family::GemmTiled8, 128) } else { (Family::GemmTiled, 64) }
+        match gemm_block() {
+            128 => (Family::GemmTiled8, 128),
+            65 => (Family::GemmTiled84, 64),
+            129 => (Family::GemmTiledTall, 0),
+            _ => (Family::GemmTiled, 64),
+        }
     } else if batch * m.div_ceil(128) * n.div_ceil(128) >= TILED8_MIN_BLOCKS {
         (Family::GemmTiled8, 128)
     } else {
