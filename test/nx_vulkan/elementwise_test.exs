@@ -365,6 +365,16 @@ defmodule Nx.Vulkan.ElementwiseTest do
       assert_device(&Nx.as_type(&1, :f32), [dev([1.5, -2.25], type: :f16)])
     end
 
+    # 4-byte to 2-byte casts go eight elements a step (16-byte loads and stores), the other
+    # narrow pairs four: every length up to two steps past a multiple, and a long one.
+    test "vector steps and their ragged tails, every length" do
+      for n <- Enum.to_list(1..19) ++ [4099],
+          {from, to} <- [{:f32, :f16}, {:f32, :bf16}, {:s32, :s16}, {:f32, :u16}, {:s16, :f32}] do
+        t = random({n}, :f32, 70_000.0, n) |> Nx.as_type(from)
+        assert_device(&Nx.as_type(&1, to), [t])
+      end
+    end
+
     # Every f16 and bf16 bit pattern (NaNs, subnormals and infinities among them), and the f32
     # and f64 values at every f16 rounding boundary (each midpoint, a hair on either side of it,
     # and the f16 value itself): bit for bit the BinaryBackend's, through the four-element path

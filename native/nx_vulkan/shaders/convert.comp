@@ -44,6 +44,10 @@ uint type_bytes(uint code) {
 // Pairs of real types of at most 4 bytes each take the vector path (main; ops/convert.rs
 // dispatches by the same rule). A function of the specialization constants: the driver folds it.
 bool narrow() { return !is_complex(IN) && !is_complex(OUT) && type_bytes(IN) <= 4u && type_bytes(OUT) <= 4u; }
+// Of those, 4-byte to 2-byte pairs (f32 -> f16/bf16, s32 -> s16, ...) take eight elements a
+// step, so that their stores are 16 bytes wide too (four a step stored 8: f32 -> f16 ran at 0.70
+// of PyTorch's speed on the H200).
+bool halving() { return narrow() && type_bytes(IN) == 4u && type_bytes(OUT) == 2u; }
 
 double f32_bits_to_double(uint f);
 uint double_to_f32_bits(double v);
@@ -283,10 +287,22 @@ void store4(uint j, uvec4 v) {
 }
 
 uint convert_word(uint b) { return uint(convert_bits(uint64_t(b))); }
+// Two converted elements as the halves of one word (the first in the low half).
+uint pack2(uint first, uint second) { return (convert_word(first) & 0xffffu) | (convert_word(second) << 16); }
 
 void main() {
   uint n = pc[0];
-  if (narrow()) {
+  if (halving()) {
+    // The host dispatches ceil(n / 8) groups for these pairs (ops/convert.rs).
+    FOR_EACH_ELEMENT(j, (n + 7u) / 8u) {
+      if (8u * j + 8u <= n) {
+        uvec4 lo = xv4[2u * j], hi = xv4[2u * j + 1u];
+        yv4[j] = uvec4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+      } else {
+        for (uint i = 8u * j; i < n; ++i) convert(i);
+      }
+    }
+  } else if (narrow()) {
     // The host dispatches ceil(n / 4) groups for these pairs (ops/convert.rs).
     FOR_EACH_ELEMENT(j, (n + 3u) / 4u) {
       if (4u * j + 4u <= n) {

@@ -36,8 +36,14 @@ fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferRef, n: u64) -> R
     let out = alloc(n * to.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;
-    // convert.comp's vector path: four elements a step for real types of at most 4 bytes.
+    // convert.comp's vector paths: for real types of at most 4 bytes four elements a step, and
+    // eight from 4 to 2 bytes.
     let narrow = |d: Dtype| d.bytes() <= 4 && !matches!(d, Dtype::C64 | Dtype::C128);
-    dispatch_elements(shaders::convert, i * 16 + o, &[&x, &out], push, n, narrow(from) && narrow(to))?;
+    let units = match (narrow(from) && narrow(to), from.bytes(), to.bytes()) {
+        (true, 4, 2) => n.div_ceil(8),
+        (true, _, _) => n.div_ceil(4),
+        _ => n,
+    };
+    dispatch_units(shaders::convert, i * 16 + o, &[&x, &out], push, units)?;
     Ok(out)
 }

@@ -180,8 +180,13 @@ pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, gr
 /// the contiguous case a 4-element vector at a time (`vector`, only for `Kernel::vectorized`
 /// kernels whose operands allow it) 4 times smaller again.
 pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, n: u64, vector: bool) -> Result<()> {
+    dispatch_units(kernel, op, bindings, push, if vector { n.div_ceil(4) } else { n })
+}
+
+/// The same for a kernel whose invocations each take `units` steps in all (several elements a
+/// step, as the kernel says).
+pub fn dispatch_units(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, units: u64) -> Result<()> {
     let pipeline = pipeline(kernel, op)?;
-    let units = if vector { n.div_ceil(4) } else { n };
     let groups = grid(units.div_ceil(WORKGROUP * pipeline.per_invocation as u64));
     record(kernel.name, pipeline, bindings, push, groups)
 }
