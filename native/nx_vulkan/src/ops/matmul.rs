@@ -193,20 +193,22 @@ pub fn coop_status() -> String {
     }
 }
 
-/// The GEMM kernel for a GPU and its output tile. f16 with at least 128 rows and columns takes
-/// the tensor cores (unless NXV_GEMM_COOP=0) where the device has NV cooperative matrices (gemm_coop.comp, f32
-/// accumulation in the tensor cores' order). Large outputs with a 32-bit accumulator take
-/// the register-blocked kernel (gemm_tiled.comp; the same sums in the same order as gemm.comp):
-/// 128x128 blocks (8x8 outputs per thread) once there are enough of them to fill the GPU, else
-/// 64x64 (4x4 per thread). Skinny shapes (the MNIST step's 32-row GEMMs) keep 16x16 tiles, and so
-/// do f64 accumulators (f64, 64-bit integers, f32/f16 under NXV_PRECISE_DOT): with them the
-/// 64x64 kernel measured 4x slower than the 16x16 one on the H200 (2238 vs 530 us at 1024^3).
+/// The GEMM kernel for a GPU and its output tile (0: gemm_tiled_tall's 128 rows by 64 columns).
+/// f16 with at least 128 rows and columns takes the tensor cores (unless NXV_GEMM_COOP=0) where
+/// the device has NV cooperative matrices (gemm_coop.comp, f32 accumulation in the tensor cores'
+/// order). Large outputs with a 32-bit accumulator take the register-blocked kernel
+/// (gemm_tiled.comp; the same sums in the same order as gemm.comp): 128x128 blocks (8x8 outputs
+/// per thread) once there are enough of them to fill the GPU, else 128x64 blocks (8x4) if there
+/// are enough of those, else 64x64 blocks of 128 threads (8x4). Skinny shapes (the MNIST step's
+/// 32-row GEMMs) keep 16x16 tiles, and so do f64 accumulators (f64, 64-bit integers, f32/f16
+/// under NXV_PRECISE_DOT): with them the 64x64 kernel measured 4x slower than the 16x16 one on
+/// the H200 (2238 vs 530 us at 1024^3).
 fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool) -> (Family, u64) {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
-    let blocks64 = batch * m.div_ceil(64) * n.div_ceil(64);
+    let blocks = |rows: u64, cols: u64| batch * m.div_ceil(rows) * n.div_ceil(cols);
     if dtype == Dtype::F16 && coopmat_f16 && !wide_accumulator && m >= 128 && n >= 128 {
         (Family::GemmCoop, 128)
-    } else if wide_accumulator || m < 64 || n < 64 || blocks64 < TILED_MIN_BLOCKS {
+    } else if wide_accumulator || m < 64 || n < 64 || blocks(64, 64) < TILED_MIN_BLOCKS {
         (Family::Gemm, 16)
     } else if gemm_block() != 0 {
         match gemm_block() {
@@ -215,10 +217,12 @@ fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool)
             129 => (Family::GemmTiledTall, 0),
             _ => (Family::GemmTiled, 64),
         }
-    } else if batch * m.div_ceil(128) * n.div_ceil(128) >= TILED8_MIN_BLOCKS {
+    } else if m >= 128 && n >= 128 && blocks(128, 128) >= BIG_BLOCKS_MIN {
         (Family::GemmTiled8, 128)
+    } else if m >= 128 && blocks(128, 64) >= BIG_BLOCKS_MIN {
+        (Family::GemmTiledTall, 0)
     } else {
-        (Family::GemmTiled, 64)
+        (Family::GemmTiled84, 64)
     }
 }
 
@@ -227,14 +231,20 @@ fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool)
 /// conv's im2col GEMM (100352 x 576 x 64 for a 64->64 3x3 conv at batch 32) qualifies.
 const TILED_MIN_BLOCKS: u64 = 64;
 
-/// 128x128 blocks from which GPUs take them over 64x64 ones: about two per multiprocessor of a
-/// large GPU (the H200 has 132), so that the bigger blocks still fill it. H200 (c5fa0e8), us per
-/// GEMM with 64 / 128 blocks: 1024^3 129 / 177 (64 blocks of 128), 2048^3 809 / 593 (256),
-/// 4096^3 6081 / 4324, batched 64x256^3 148 / 114 (256). Splitting K for 1024^3 into 4 chunks on
-/// 128x128 blocks (256 workgroups, then a sum of the partials) measured slower than 64x64
-/// blocks (3349be5: 130 vs 119 us; 512x784x2048 97 vs 92), so GEMMs with a 32-bit accumulator
-/// split K only when skinny (k_splits).
-const TILED8_MIN_BLOCKS: u64 = 256;
+/// Blocks of 128 rows from which GPUs take them over smaller ones: about three quarters of a
+/// multiprocessor each on a large GPU (the H200 has 132). H200, one call (b74ac5d), us per GEMM
+/// with 64x64 blocks of 256 threads / of 128 threads / 128x64 / 128x128: 1024^3 137 / 123 / 121 /
+/// 179 (128x64: 128 blocks, 128x128: 64), 512x784x2048 100 / 90 / 86 / 128 (128, 64), 784x512x2048
+/// 121 / 110 / 106 / 96 (224, 112), batched 64x256^3 139 / 126 / 126 / 109 (512, 256), 2048^3
+/// 831 / 769 / 725 / 580. Splitting K for 1024^3 into 4 chunks on 128x128 blocks (256
+/// workgroups, then a sum of the partials) measured slower than 64x64 blocks (3349be5: 130 vs
+/// 119 us; 512x784x2048 97 vs 92), so GEMMs with a 32-bit accumulator split K only when skinny
+/// (k_splits).
+const BIG_BLOCKS_MIN: u64 = 100;
+
+/// The same for the implicit-GEMM conv's 128x128 blocks, as first set for GEMMs (the conv rows
+/// of the kernel table were measured with it, d0627a8; the conv's crossover is not measured).
+const CONV_BIG_BLOCKS_MIN: u64 = 256;
 
 /// 2-D convolution as an implicit GEMM (gemm_tiled.comp with CONV): `input` NCHW contiguous
 /// `[n, c, h, w]`, `kernel` the weights reordered to `[f, kh, kw, c / groups]` contiguous (the
@@ -275,7 +285,7 @@ fn conv2d(
     let eb = dtype.bytes();
     check_extent(&input, eb, 0, &input_shape, &contiguous_strides(&input_shape))?;
     check_extent(&kernel, eb, 0, &[f, k], &[k as i64, 1])?;
-    let (family, tile) = if fg >= 128 && groups * fg.div_ceil(128) * (n * oh * ow).div_ceil(128) >= TILED8_MIN_BLOCKS {
+    let (family, tile) = if fg >= 128 && groups * fg.div_ceil(128) * (n * oh * ow).div_ceil(128) >= CONV_BIG_BLOCKS_MIN {
         (Family::GemmConv8, 128)
     } else {
         (Family::GemmConv, 64)

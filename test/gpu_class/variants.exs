@@ -1,0 +1,57 @@
+# Run by test/nx_vulkan/gpu_variants_test.exs in a child VM started with NXV_DEVICE_CLASS set to
+# a GPU class, so that a CPU device takes the GPU kernel variants: the register-blocked GEMMs
+# (NXV_GEMM_BLOCK picks one, or the shape does) and the implicit-GEMM conv. Integer-valued
+# operands keep every sum exact, so each result must equal the BinaryBackend's bit for bit.
+# Prints one line per case and "variants: N mismatches".
+Nx.global_default_backend(Nx.Vulkan.Backend)
+Nx.Vulkan.set_gpu_timing(true)
+
+ints = fn shape, seed, type ->
+  {t, _} = Nx.Random.randint(Nx.Random.key(seed), -8, 8, shape: shape, type: :s32)
+  Nx.as_type(t, type)
+end
+
+run = fn label, f, args ->
+  host = Enum.map(args, &Nx.backend_copy(&1, Nx.BinaryBackend))
+  ref = Nx.with_default_backend(Nx.BinaryBackend, fn -> apply(f, host) end)
+  got = apply(f, args) |> Nx.backend_copy(Nx.BinaryBackend)
+
+  kernels =
+    for {name, _} <- Nx.Vulkan.take_kernel_times(),
+        String.starts_with?(Atom.to_string(name), "gemm"),
+        do: name
+
+  same = Nx.to_binary(ref) == Nx.to_binary(got) and ref.shape == got.shape
+  IO.puts("#{label}: #{if same, do: "equal", else: "MISMATCH"} #{inspect(kernels)}")
+  if same, do: 0, else: 1
+end
+
+gemms = [
+  {"gemm 520x37x590", {520, 37}, {37, 590}, &Nx.dot/2},
+  {"gemm a^T b^T 520x37x590", {37, 520}, {590, 37}, &Nx.dot(&1, [0], &2, [1])},
+  {"gemm 1100x5x1030", {1100, 5}, {5, 1030}, &Nx.dot/2},
+  {"gemm batched 4x200x19x300", {4, 200, 19}, {4, 19, 300}, &Nx.dot(&1, [2], [0], &2, [1], [0])}
+]
+
+convs = [
+  {"conv 64->64 3x3 same", {2, 16, 12, 12}, {64, 16, 3, 3}, [padding: :same]},
+  {"conv 3->70 strided, dilated, padded", {2, 3, 15, 13}, {70, 3, 3, 2},
+   [strides: [2, 1], kernel_dilation: [1, 2], padding: [{2, -1}, {1, 1}]]},
+  {"conv 2 groups of 128", {1, 16, 18, 18}, {256, 8, 2, 2}, [feature_group_size: 2]}
+]
+
+# With a forced GEMM block only the GEMMs (the conv kernels do not depend on it).
+convs = if System.get_env("NXV_GEMM_BLOCK") in [nil, ""], do: convs, else: []
+
+bad =
+  for(
+    {label, a, b, f} <- gemms,
+    type <- [:f32, :s32],
+    do: run.("#{label} #{type}", f, [ints.(a, 1, type), ints.(b, 2, type)])
+  ) ++
+    for(
+      {label, x, k, opts} <- convs,
+      do: run.(label, &Nx.conv(&1, &2, opts), [ints.(x, 3, :f32), ints.(k, 4, :f32)])
+    )
+
+IO.puts("variants: #{Enum.sum(bad)} mismatches")

@@ -1,0 +1,32 @@
+# The kernel variants only GPUs take (register-blocked GEMMs of every block shape, the
+# implicit-GEMM conv), run on this device by a child VM told it is a GPU (NXV_DEVICE_CLASS):
+# on lavapipe the suite would otherwise never run them. test/gpu_class/variants.exs compares
+# each result with the BinaryBackend's, bit for bit, and names the kernels that ran.
+defmodule Nx.Vulkan.GpuVariantsTest do
+  use ExUnit.Case, async: true
+  @moduletag :subprocess
+  @moduletag timeout: 240_000
+
+  for {block, expected} <- [
+        {"", ~w(gemm_tiled84_f32 gemm_tiled_tall_s32 gemm_conv_f32)},
+        {"128", ~w(gemm_tiled8_f32 gemm_tiled8_s32)}
+      ] do
+    test "GPU kernel variants, NXV_GEMM_BLOCK=#{inspect(block)}" do
+      {output, status} =
+        System.cmd(
+          "mix",
+          ["run", "--no-compile", "--no-deps-check", "test/gpu_class/variants.exs"],
+          env: [
+            {"MIX_ENV", "test"},
+            {"NXV_DEVICE_CLASS", "discrete_large"},
+            {"NXV_GEMM_BLOCK", unquote(block)}
+          ],
+          stderr_to_stdout: true
+        )
+
+      assert status == 0, output
+      assert output =~ "variants: 0 mismatches", output
+      for kernel <- unquote(expected), do: assert(output =~ kernel, output)
+    end
+  end
+end
