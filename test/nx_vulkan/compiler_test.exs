@@ -313,6 +313,42 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    # A dot whose result only a transpose reads becomes the dot of the swapped, transposed
+    # operands writing the transpose's result (peephole.rs): the same sums, one dispatch less.
+    test "a transposed dot result folds into the GEMM, bit for bit" do
+      for type <- [:f32, :s32, :f64] do
+        a = random({37, 70}, :f32, 2.0, 41) |> Nx.as_type(type)
+        b = random({70, 45}, :f32, 2.0, 42) |> Nx.as_type(type)
+        at = random({70, 37}, :f32, 2.0, 43) |> Nx.as_type(type)
+
+        folded = fn a, b, at ->
+          {Nx.dot(a, b) |> Nx.transpose(), Nx.dot(at, [0], b, [0]) |> Nx.transpose()}
+        end
+
+        assert_same(folded, [[a, b, at]])
+        info = Nx.Vulkan.program_info(folded, [a, b, at])
+        refute Enum.any?(info.kernels, &String.starts_with?(&1, "copy_")), inspect(info)
+        assert info.dispatches == 2
+        assert info.folded_transposes == 2
+
+        # Read elsewhere too (or returned), the product stays and the copy with it.
+        kept = fn a, b -> {Nx.dot(a, b) |> Nx.transpose(), Nx.dot(a, b) |> Nx.sum()} end
+
+        shared = fn a, b ->
+          p = Nx.dot(a, b)
+          {Nx.transpose(p), p}
+        end
+
+        assert_same(kept, [[a, b]])
+        assert_same(shared, [[a, b]])
+
+        assert Enum.any?(
+                 Nx.Vulkan.program_info(shared, [a, b]).kernels,
+                 &String.starts_with?(&1, "copy_")
+               )
+      end
+    end
+
     test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
       # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
       f = fn x ->
@@ -631,10 +667,12 @@ defmodule Nx.Vulkan.CompilerTest do
     test "a program's commands run in dependency levels: fewer barriers than in captured order" do
       {params, x, labels} = MNISTMLP.inputs({32, 784, 128, 10}, Nx.Vulkan.Backend)
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
-      # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy).
+      # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy), less the
+      # transposes of the two weight gradients, folded into their GEMMs.
       assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
       assert kernels >= 1 == fuses?()
-      if fuses?(), do: assert(info.dispatches == 48 - ops + kernels)
+      assert info.folded_transposes == 2
+      if fuses?(), do: assert(info.dispatches == 48 - 2 - ops + kernels)
       assert info.barriers < info.barriers_in_capture_order
     end
 

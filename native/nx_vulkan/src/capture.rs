@@ -264,6 +264,8 @@ pub struct Program {
     barriers: (usize, usize),
     /// Fused kernels, and the dispatches they replaced (fuse.rs).
     fused: (usize, usize),
+    /// Transposing copies folded into the GEMMs they read (peephole.rs).
+    folded_transposes: usize,
 }
 
 impl Program {
@@ -293,7 +295,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes, fused_kernels, fused_ops, kernels
+        replay_copies, buffers, bytes, fused_kernels, fused_ops, folded_transposes, kernels
     }
 }
 
@@ -374,7 +376,8 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         kinds.push(kind);
     }
     let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
-    let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(std::mem::take(&mut state.commands), &escapes);
+    let (commands, folded_transposes) = crate::peephole::fold_transposed_gemms(std::mem::take(&mut state.commands), &escapes);
+    let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(commands, &escapes);
     let barriers_in_capture_order = queue::barriers_needed(&fused_list);
     let (commands, levels) = by_level(fused_list);
     // What a replay's caller sees or the program keeps between replays keeps its own buffer.
@@ -415,6 +418,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         replaying: Mutex::new(()),
         barriers: (0, barriers_in_capture_order),
         fused: (fused_kernels, fused_ops),
+        folded_transposes,
     };
     let program =
         Program { barriers: (queue::barriers_needed(&program.commands), barriers_in_capture_order), ..program };
@@ -665,6 +669,7 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::prerecorded(), p.prerecorded.encode(env)),
         (atoms::fused_kernels(), p.fused.0.encode(env)),
         (atoms::fused_ops(), p.fused.1.encode(env)),
+        (atoms::folded_transposes(), p.folded_transposes.encode(env)),
         (atoms::replay_copies(), replay_copies.encode(env)),
         (atoms::buffers(), p._held.len().encode(env)),
         (atoms::bytes(), bytes.encode(env)),

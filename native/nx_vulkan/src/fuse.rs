@@ -28,8 +28,8 @@ use std::sync::Arc;
 use vulkano::buffer::Subbuffer;
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 
-/// NXV_FUSE=0 (read once) leaves programs unfused.
-static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
+/// NXV_FUSE=0 (read once) leaves programs unfused (and unrewritten: peephole.rs).
+pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
 /// The most ops in one fused kernel, and the most results it writes.

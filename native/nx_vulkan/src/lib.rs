@@ -11,6 +11,7 @@ mod exit_guard;
 mod fuse;
 mod memory;
 mod ops;
+mod peephole;
 mod pipeline_disk_cache;
 mod pipelines;
 mod policy;
