@@ -73,13 +73,15 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         }
         // The one reader: a transpose of the whole result, with nothing in between touching
         // its destination (the GEMM now writes it earlier).
-        let Some(j) = (i + 1..commands.len()).find(|&j| {
-            commands[j].as_ref().is_some_and(|c| c.accesses().0.contains(&out))
-        }) else {
+        let Some(j) =
+            (i + 1..commands.len()).find(|&j| commands[j].as_ref().is_some_and(|c| c.accesses().0.contains(&out)))
+        else {
             continue;
         };
         let Some(Command::Dispatch(copy)) = &commands[j] else { continue };
-        if !is_transpose(copy, m, n) || handle(&copy.bindings[0]) != out || suffix_bytes(copy.name) != suffix_bytes(gemm.name)
+        if !is_transpose(copy, m, n)
+            || handle(&copy.bindings[0]) != out
+            || suffix_bytes(copy.name) != suffix_bytes(gemm.name)
         {
             continue;
         }

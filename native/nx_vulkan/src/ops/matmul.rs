@@ -126,15 +126,7 @@ fn dot(
     }
     // tile 0: gemm_tiled_tall's 128-row, 64-column blocks.
     let (tile_m, tile_n) = if tile == 0 { (128, 64) } else { (tile, tile) };
-    let groups = [
-        u32::try_from(n.div_ceil(tile_n)).map_err(|_| unsupported!("dot too large"))?,
-        u32::try_from(m.div_ceil(tile_m)).map_err(|_| unsupported!("dot too large"))?,
-        u32::try_from(batch).map_err(|_| unsupported!("dot too large"))?,
-    ];
-    let max = ctx()?.info.max_workgroup_count;
-    if groups.iter().zip(max.iter()).any(|(g, m)| g > m) {
-        return Err(unsupported!("dot of {m}x{k}x{n} (batch {batch}) exceeds the device's dispatch limits"));
-    }
+    let groups = block_grid([n.div_ceil(tile_n), m.div_ceil(tile_m), batch], || format!("dot of {m}x{k}x{n} (batch {batch})"))?;
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
 }
@@ -307,17 +299,20 @@ fn conv2d(
     push.set_dims(12, &[cg, kw, ow, oh * ow, h, w, sh, sw])?;
     push.set_strides(20, &[ph, pw])?;
     push.set_dims(22, &[dh, dw, c * h * w, h * w, f])?;
-    let groups3 = [
-        u32::try_from(cols.div_ceil(tile)).map_err(|_| unsupported!("conv2d too large"))?,
-        u32::try_from(fg.div_ceil(tile)).map_err(|_| unsupported!("conv2d too large"))?,
-        u32::try_from(groups).map_err(|_| unsupported!("conv2d too large"))?,
-    ];
-    let max = ctx()?.info.max_workgroup_count;
-    if groups3.iter().zip(max.iter()).any(|(g, m)| g > m) {
-        return Err(unsupported!("conv2d of {cols} outputs x {f} features exceeds the device's dispatch limits"));
-    }
-    dispatch(kernel_fn, 0, &[&kernel, &input, &out], push, groups3)?;
+    let grid = block_grid([cols.div_ceil(tile), fg.div_ceil(tile), groups], || format!("conv2d of {cols} outputs x {f} features"))?;
+    dispatch(kernel_fn, 0, &[&kernel, &input, &out], push, grid)?;
     Ok(out)
+}
+
+/// A block kernel's grid of `blocks` (columns, rows, batch), or an unsupported error naming
+/// `what` when the device cannot dispatch that many.
+fn block_grid(blocks: [u64; 3], what: impl Fn() -> String) -> Result<[u32; 3]> {
+    let max = ctx()?.info.max_workgroup_count;
+    let mut grid = [0u32; 3];
+    for ((g, &b), &m) in grid.iter_mut().zip(&blocks).zip(max.iter()) {
+        *g = u32::try_from(b).ok().filter(|g| *g <= m).ok_or_else(|| unsupported!("{} exceeds the device's dispatch limits", what()))?;
+    }
+    Ok(grid)
 }
 
 /// Triangular solve in the BinaryBackend's formulation (the Elixir side works out the flags):
