@@ -79,6 +79,8 @@ timed("conv2d f32 3x3 64->64 56x56 b32", 5, f"flops={2 * 32 * 64 * 56 * 56 * 64 
       (rand(32, 64, 56, 56), rand(64, 64, 3, 3)), lambda x, k: torch.nn.functional.conv2d(x, k, padding=1))
 timed("conv2d f32 3x3 128->128 28x28 b32", 5, f"flops={2 * 32 * 128 * 28 * 28 * 128 * 9}",
       (rand(32, 128, 28, 28), rand(128, 128, 3, 3)), lambda x, k: torch.nn.functional.conv2d(x, k, padding=1))
+timed("conv2d f32 3x3 256->256 14x14 b32", 5, f"flops={2 * 32 * 256 * 14 * 14 * 256 * 9}",
+      (rand(32, 256, 14, 14), rand(256, 256, 3, 3)), lambda x, k: torch.nn.functional.conv2d(x, k, padding=1))
 timed("conv2d f32 7x7/2 3->64 224x224 b8", 5, f"flops={2 * 8 * 64 * 112 * 112 * 3 * 49}",
       (rand(8, 3, 224, 224), rand(64, 3, 7, 7)),
       lambda x, k: torch.nn.functional.conv2d(x, k, padding=3, stride=2))

@@ -277,7 +277,13 @@ fn conv2d(
     let eb = dtype.bytes();
     check_extent(&input, eb, 0, &input_shape, &contiguous_strides(&input_shape))?;
     check_extent(&kernel, eb, 0, &[f, k], &[k as i64, 1])?;
-    let (family, tile) = if fg >= 128 && groups * fg.div_ceil(128) * (n * oh * ow).div_ceil(128) >= CONV_BIG_BLOCKS_MIN {
+    // NXV_GEMM_BLOCK=128 or 64 forces the block here too (the same kernel), to measure crossovers.
+    let big = match gemm_block() {
+        128 => true,
+        0 => fg >= 128 && groups * fg.div_ceil(128) * (n * oh * ow).div_ceil(128) >= CONV_BIG_BLOCKS_MIN,
+        _ => false,
+    };
+    let (family, tile) = if big {
         (Family::GemmConv8, 128)
     } else {
         (Family::GemmConv, 64)
