@@ -234,9 +234,11 @@ const TILED_MIN_BLOCKS: u64 = 64;
 /// (k_splits).
 const BIG_BLOCKS_MIN: u64 = 100;
 
-/// The same for the implicit-GEMM conv's 128x128 blocks, as first set for GEMMs (the conv rows
-/// of the kernel table were measured with it, d0627a8; the conv's crossover is not measured).
-const CONV_BIG_BLOCKS_MIN: u64 = 256;
+/// The same for the implicit-GEMM conv's 128x128 blocks (groups of 128+ features). H200, one call
+/// (85029ce), us with 64x64 / 128x128 blocks: 3x3 128->128 28x28 b32 414 / 385 (196 blocks of
+/// 128x128), 3x3 256->256 14x14 b32 442 / 428 (98 blocks); 64-feature convs lose half of a
+/// 128-row block (64->64 56x56 b32: 428 / 539).
+const CONV_BIG_BLOCKS_MIN: u64 = 96;
 
 /// 2-D convolution as an implicit GEMM (gemm_tiled.comp with CONV): `input` NCHW contiguous
 /// `[n, c, h, w]`, `kernel` the weights reordered to `[f, kh, kw, c / groups]` contiguous (the
