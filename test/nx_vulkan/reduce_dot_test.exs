@@ -135,6 +135,24 @@ defmodule Nx.Vulkan.ReduceDotTest do
       assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
     end
 
+    # Whole 128 x 128 blocks of row-major operands with K a multiple of 32 load 16 bytes at a
+    # time (the tensor-core kernel's vector path); edge blocks of the second shape do not.
+    test "f16 GEMM of aligned whole blocks, and whole blocks beside ragged ones" do
+      tol = [rtol: 2.0e-3, atol: 2.0e-2]
+
+      assert_device(
+        &Nx.dot/2,
+        [random({256, 32}, :f16, 2.0, 65), random({32, 256}, :f16, 2.0, 66)],
+        tol
+      )
+
+      assert_device(
+        &Nx.dot/2,
+        [random({300, 64}, :f16, 2.0, 67), random({64, 260}, :f16, 2.0, 68)],
+        tol
+      )
+    end
+
     # Few output tiles over a long K (as the large MNIST step's 512x2048x10 and its transposed
     # forms): GPUs split K into chunks, multiply them as a batch and sum the partials.
     @tag timeout: 180_000

@@ -8,7 +8,8 @@
 // of both tiles through the operands' strides (any layout, ragged edges zero-padded), then each
 // subgroup multiplies its fragments from shared memory. Results go through a per-subgroup
 // shared scratch fragment so edge blocks store only their valid part. Whole blocks of aligned
-// row-major operands load their tiles 16 bytes at a time, one tile ahead.
+// row-major operands load their tiles 16 bytes at a time, one tile ahead, and store them to
+// shared memory 16 bytes at a time (H200: 4096^3 1074 -> 958 us against 2-byte stores).
 // The sum's order is the tensor cores', not gemm.comp's sequence: deterministic on one device.
 // Bindings and push constants as gemm.comp (T is float16_t). Dispatch: (ceil(N/128),
 // ceil(M/128), batch); needs a subgroup size of 32.
@@ -32,6 +33,11 @@ layout(set = 0, binding = 0) readonly buffer A8 { uvec4 a8[]; };
 layout(set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
 shared float16_t ta[BM * AS];
 shared float16_t tb[BK * BS];
+// The vector path's tiles, the same layouts as 16-byte vectors of 8 halves: each thread stores
+// whole vectors (one store where the scalar tiles took eight), and the fragment loads count
+// elements and strides in vectors.
+shared uvec4 ta8[BM * AS / 8];
+shared uvec4 tb8[BK * BS / 8];
 shared float16_t scratch[8 * 16 * 16];
 
 // The subgroup's 2 x 4 fragments += its rows of the shared a tile times its columns of the b tile.
@@ -40,6 +46,17 @@ void multiply_tile(uint sr, uint sc, inout fcoopmatNV<32, gl_ScopeSubgroup, 16, 
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
     for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta, (sr + 16u * uint(i)) * AS + kk, AS, false);
     for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb, kk * BS + sc + 16u * uint(j), BS, false);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+  }
+}
+
+// The same from the vector tiles.
+void multiply_tile8(uint sr, uint sc, inout fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][4]) {
+  for (uint kk = 0u; kk < BK; kk += 16u) {
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2], fb[4];
+    for (int i = 0; i < 2; ++i) coopMatLoadNV(fa[i], ta8, ((sr + 16u * uint(i)) * AS + kk) / 8u, AS / 8u, false);
+    for (int j = 0; j < 4; ++j) coopMatLoadNV(fb[j], tb8, (kk * BS + sc + 16u * uint(j)) / 8u, BS / 8u, false);
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 4; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
   }
@@ -74,14 +91,8 @@ void main() {
       barrier();
       for (uint l = 0u; l < 2u; ++l) {
         uint e = tid + l * 256u;
-        uint at = (e / 4u) * AS + (e % 4u) * 8u, bt = (e / 16u) * BS + (e % 16u) * 8u;
-        for (int w = 0; w < 4; ++w) {
-          f16vec2 x = unpackFloat2x16(ra[l][w]), y = unpackFloat2x16(rb[l][w]);
-          ta[at + 2u * uint(w)] = x.x;
-          ta[at + 2u * uint(w) + 1u] = x.y;
-          tb[bt + 2u * uint(w)] = y.x;
-          tb[bt + 2u * uint(w) + 1u] = y.y;
-        }
+        ta8[((e / 4u) * AS + (e % 4u) * 8u) / 8u] = ra[l];
+        tb8[((e / 16u) * BS + (e % 16u) * 8u) / 8u] = rb[l];
       }
       barrier();
       if (k0 + BK < K) {
@@ -91,7 +102,7 @@ void main() {
           rb[l] = b8[(b_base + (k0 + BK + e / 16u) * b_ks + col0 + (e % 16u) * 8u) / 8u];
         }
       }
-      multiply_tile(sr, sc, acc);
+      multiply_tile8(sr, sc, acc);
     }
   }
   for (uint k0 = 0u; k0 < (vectors ? 0u : K); k0 += BK) {
