@@ -175,37 +175,25 @@ time.(
   end
 )
 
-time.(
-  "conv2d f32 3x3 64->64 56x56 b32",
-  5,
-  "flops=#{2 * 32 * 64 * 56 * 56 * 64 * 9}",
-  fn -> {rand.({32, 64, 56, 56}, :f32), rand.({64, 64, 3, 3}, :f32)} end,
-  fn {x, k} -> Nx.conv(x, k, padding: :same) end
-)
-
-time.(
-  "conv2d f32 3x3 128->128 28x28 b32",
-  5,
-  "flops=#{2 * 32 * 128 * 28 * 28 * 128 * 9}",
-  fn -> {rand.({32, 128, 28, 28}, :f32), rand.({128, 128, 3, 3}, :f32)} end,
-  fn {x, k} -> Nx.conv(x, k, padding: :same) end
-)
-
-time.(
-  "conv2d f32 3x3 256->256 14x14 b32",
-  5,
-  "flops=#{2 * 32 * 256 * 14 * 14 * 256 * 9}",
-  fn -> {rand.({32, 256, 14, 14}, :f32), rand.({256, 256, 3, 3}, :f32)} end,
-  fn {x, k} -> Nx.conv(x, k, padding: :same) end
-)
-
-time.(
-  "conv2d f32 7x7/2 3->64 224x224 b8",
-  5,
-  "flops=#{2 * 8 * 64 * 112 * 112 * 3 * 49}",
-  fn -> {rand.({8, 3, 224, 224}, :f32), rand.({64, 3, 7, 7}, :f32)} end,
-  fn {x, k} -> Nx.conv(x, k, padding: [{3, 3}, {3, 3}], strides: [2, 2]) end
-)
+# {name, input {n, c, h, w}, kernel {f, c, kh, kw}, output h x w, conv options}
+for {name, {n, c, _, _} = x_shape, {f, _, kh, kw} = k_shape, out_hw, opts} <- [
+      {"conv2d f32 3x3 64->64 56x56 b32", {32, 64, 56, 56}, {64, 64, 3, 3}, 56 * 56,
+       [padding: :same]},
+      {"conv2d f32 3x3 128->128 28x28 b32", {32, 128, 28, 28}, {128, 128, 3, 3}, 28 * 28,
+       [padding: :same]},
+      {"conv2d f32 3x3 256->256 14x14 b32", {32, 256, 14, 14}, {256, 256, 3, 3}, 14 * 14,
+       [padding: :same]},
+      {"conv2d f32 7x7/2 3->64 224x224 b8", {8, 3, 224, 224}, {64, 3, 7, 7}, 112 * 112,
+       [padding: [{3, 3}, {3, 3}], strides: [2, 2]]}
+    ] do
+  time.(
+    name,
+    5,
+    "flops=#{2 * n * f * out_hw * c * kh * kw}",
+    fn -> {rand.(x_shape, :f32), rand.(k_shape, :f32)} end,
+    fn {x, k} -> Nx.conv(x, k, opts) end
+  )
+end
 
 time.(
   "sort f32 1M",
