@@ -9,8 +9,8 @@ use crate::queue::{handle, Command, Dispatch};
 use std::collections::{HashMap, HashSet};
 
 /// The output tile (rows, columns) of the GEMM kernels whose push constants follow gemm.comp's
-/// layout, by kernel name; None for other kernels (gemm_rows: one invocation per 4 outputs of a
-/// row, so a grid over M ceil(N / 4) invocations; given as (0, 0)).
+/// layout, by kernel name: (0, 0) for gemm_rows (its grid is gemm_rows_grid's), None for kernels
+/// of other layouts.
 fn gemm_tile(name: &str) -> Option<(u64, u64)> {
     let family = name.rsplit_once('_').map(|(family, _)| family)?;
     match family {
@@ -106,7 +106,7 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         push[9..12].copy_from_slice(&[p[5], p[7], p[6]]);
         let (m2, n2) = (u64::from(n), u64::from(m));
         let groups = match tile {
-            (0, 0) => crate::ops::elementwise_groups(m2 * n2.div_ceil(4)),
+            (0, 0) => crate::ops::matmul::gemm_rows_grid(1, m2, n2),
             (rows, cols) => [n2.div_ceil(cols) as u32, m2.div_ceil(rows) as u32, 1],
         };
         // Within every device's dispatch limits (Vulkan guarantees 65535 a dimension).

@@ -105,8 +105,7 @@ fn dot(
     push.set(8, 0)?;
     push.set_strides(9, &[b_bs, b_ks, b_ns])?;
     if family == Family::GemmRows {
-        // Four outputs of a row per invocation (gemm_rows.comp).
-        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, elementwise_groups(batch * m * n.div_ceil(4)))?;
+        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, gemm_rows_grid(batch, m, n))?;
         return Ok(out);
     }
     if family == Family::Gemm && !cpu_device() {
@@ -129,6 +128,11 @@ fn dot(
     let groups = block_grid([n.div_ceil(tile_n), m.div_ceil(tile_m), batch], || format!("dot of {m}x{k}x{n} (batch {batch})"))?;
     dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
     Ok(out)
+}
+
+/// gemm_rows.comp's grid: one invocation per 2 x 4 block of outputs.
+pub fn gemm_rows_grid(batch: u64, m: u64, n: u64) -> [u32; 3] {
+    elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4))
 }
 
 /// How many K chunks a skinny GEMM on a GPU splits into, if any: a single GEMM whose 16x16 tiles
