@@ -1350,9 +1350,9 @@ defmodule Nx.Vulkan.Backend do
   # The implicit-GEMM kernel takes 2-D f32/f16 convs without input dilation whose groups have
   # at least 32 output features (its blocks are 64 features tall; depthwise convs stay on
   # im2col), where the policy says so (GPUs; see Nx.Vulkan.Device.configure!/0).
-  defp implicit_conv?(%T{type: type} = out, %T{shape: shape} = t, k, opts) do
+  defp implicit_conv?(%T{type: type}, %T{shape: shape} = t, k, opts) do
     type in [{:f, 32}, {:f, 16}] and tuple_size(shape) == 4 and
-      Enum.all?(opts[:input_dilation], &(&1 == 1)) and Nx.size(out) > 0 and Nx.size(t) > 0 and
+      Enum.all?(opts[:input_dilation], &(&1 == 1)) and Nx.size(t) > 0 and
       div(elem(k.shape, 0), opts[:feature_group_size]) >= 32 and
       Nx.Vulkan.Device.implicit_conv?()
   end

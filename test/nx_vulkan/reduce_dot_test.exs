@@ -465,6 +465,23 @@ defmodule Nx.Vulkan.ImplicitConvTest do
     end
   end
 
+  # Past 2^24 outputs (17.1 M, 68 MB, under lavapipe's 128 MiB binding): integer-valued
+  # operands, so the implicit kernel and the im2col path must agree bit for bit.
+  @tag timeout: 240_000
+  test "over 2^24 outputs, padded and strided, the same as im2col" do
+    x = random({1, 2, 730, 730}, :f32, 4.0, 96) |> Nx.round()
+    k = random({32, 2, 2, 2}, :f32, 4.0, 97) |> Nx.round()
+    conv = fn -> Nx.conv(x, k, padding: [{1, 1}, {0, 1}], kernel_dilation: [1, 2]) end
+    {implicit, names} = kernels_run(conv)
+    assert :gemm_conv_f32 in names
+    assert Nx.size(implicit) > 2 ** 24
+    Nx.Vulkan.Device.put_implicit_conv(false)
+    {patches, names} = kernels_run(conv)
+    refute :gemm_conv_f32 in names
+    assert Nx.to_binary(implicit) == Nx.to_binary(patches)
+    Nx.Vulkan.Device.put_implicit_conv(true)
+  end
+
   test "128-feature blocks, f16, and what stays on im2col" do
     # 2 x 128 x 128 outputs of 128 features: 256 blocks of 128 x 128 (gemm_tiled's TM = 8),
     # too many products for the BinaryBackend here: against the im2col path of this device.
