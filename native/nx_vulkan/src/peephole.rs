@@ -5,23 +5,9 @@
 //! strides and each output the same products summed in the same order (k = 0, 1, ...), so the
 //! values are identical and one dispatch and one dependency level go. Nx's gradient of dot
 //! transposes its dot's result, so a training step has several of these.
+use crate::ops::matmul::{gemm_family, gemm_grid};
 use crate::queue::{handle, Command, Dispatch};
 use std::collections::{HashMap, HashSet};
-
-/// The output tile (rows, columns) of the GEMM kernels whose push constants follow gemm.comp's
-/// layout, by kernel name: (0, 0) for gemm_rows (its grid is gemm_rows_grid's), None for kernels
-/// of other layouts.
-fn gemm_tile(name: &str) -> Option<(u64, u64)> {
-    let family = name.rsplit_once('_').map(|(family, _)| family)?;
-    match family {
-        "gemm" => Some((16, 16)),
-        "gemm_tiled" | "gemm_tiled84" => Some((64, 64)),
-        "gemm_tiled8" => Some((128, 128)),
-        "gemm_tiled_tall" => Some((128, 64)),
-        "gemm_rows" => Some((0, 0)),
-        _ => None,
-    }
-}
 
 /// Whether `copy` (a strided copy, copy.comp's push layout) writes the whole M x N row-major
 /// matrix it reads from offset 0 transposed into a contiguous N x M one at offset 0.
@@ -65,10 +51,13 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
     let mut folded = 0;
     for i in 0..commands.len() {
         let Some(Command::Dispatch(gemm)) = &commands[i] else { continue };
-        let Some(tile) = gemm_tile(gemm.name) else { continue };
+        let Some(family) = gemm_family(gemm.name) else { continue };
         let (m, n, p) = (gemm.push[0], gemm.push[1], gemm.push);
+        if gemm.bindings.len() != 3 || p[3] != 1 {
+            continue;
+        }
         let out = handle(&gemm.bindings[2]);
-        if gemm.bindings.len() != 3 || p[3] != 1 || escapes.contains(&out) || readers.get(&out) != Some(&1) {
+        if escapes.contains(&out) || readers.get(&out) != Some(&1) {
             continue;
         }
         // The one reader: a transpose of the whole result, with nothing in between touching
@@ -104,15 +93,7 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         push[5..8].copy_from_slice(&[p[9], p[11], p[10]]);
         push[8] = p[4];
         push[9..12].copy_from_slice(&[p[5], p[7], p[6]]);
-        let (m2, n2) = (u64::from(n), u64::from(m));
-        let groups = match tile {
-            (0, 0) => crate::ops::matmul::gemm_rows_grid(1, m2, n2),
-            (rows, cols) => [n2.div_ceil(cols) as u32, m2.div_ceil(rows) as u32, 1],
-        };
-        // Within every device's dispatch limits (Vulkan guarantees 65535 a dimension).
-        if groups.iter().any(|&g| g > 65535) {
-            continue;
-        }
+        let Some(Ok(groups)) = gemm_grid(family, 1, u64::from(n), u64::from(m)) else { continue };
         let mut bindings = gemm.bindings.clone();
         bindings.swap(0, 1);
         bindings[2] = dst;

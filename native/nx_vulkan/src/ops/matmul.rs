@@ -80,12 +80,12 @@ fn dot(
     }
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
-    let (family, tile) = if !cpu_device() {
+    let family = if !cpu_device() {
         gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable())
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
-        (Family::GemmRows, 1)
+        Family::GemmRows
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
-        (Family::Gemm, 16)
+        Family::Gemm
     } else {
         return Err(unsupported!("dot contracting {k} elements exceeds what one pass can loop over on a CPU device"));
     };
@@ -104,10 +104,6 @@ fn dot(
     push.set_strides(5, &[a_bs, a_ms, a_ks])?;
     push.set(8, 0)?;
     push.set_strides(9, &[b_bs, b_ks, b_ns])?;
-    if family == Family::GemmRows {
-        dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, gemm_rows_grid(batch, m, n))?;
-        return Ok(out);
-    }
     if family == Family::Gemm && !cpu_device() {
         if let Some(splits) = k_splits(dtype, batch, m, n, k) {
             // Split-K: the S chunks of K as a batch of S GEMMs into S partial products, then
@@ -123,16 +119,40 @@ fn dot(
             return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
         }
     }
-    // tile 0: gemm_tiled_tall's 128-row, 64-column blocks.
-    let (tile_m, tile_n) = if tile == 0 { (128, 64) } else { (tile, tile) };
-    let groups = block_grid([n.div_ceil(tile_n), m.div_ceil(tile_m), batch], || format!("dot of {m}x{k}x{n} (batch {batch})"))?;
-    dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups)?;
+    let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
+    dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups?)?;
     Ok(out)
 }
 
-/// gemm_rows.comp's grid: one invocation per 2 x 4 block of outputs.
-pub fn gemm_rows_grid(batch: u64, m: u64, n: u64) -> [u32; 3] {
-    elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4))
+/// The grid of a GEMM family with gemm.comp's push constants over a batch of M x N outputs
+/// (None for other families), or an unsupported error past the device's dispatch limits: blocks
+/// of 16x16 (gemm.comp), 64x64, 128x128 or 128 rows by 64 columns (gemm_tiled.comp), or
+/// gemm_rows.comp's one invocation per 2 x 4 outputs.
+pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u32; 3]>> {
+    let (rows, cols) = match family {
+        Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
+        Family::Gemm => (16, 16),
+        Family::GemmTiled | Family::GemmTiled84 => (64, 64),
+        Family::GemmTiled8 | Family::GemmCoop => (128, 128),
+        Family::GemmTiledTall => (128, 64),
+        _ => return None,
+    };
+    Some(block_grid([n.div_ceil(cols), m.div_ceil(rows), batch], || format!("a GEMM of {m}x{n} (batch {batch})")))
+}
+
+/// The GEMM family a kernel of gemm.comp's push constants belongs to, by the kernel's name
+/// (peephole.rs rewrites their dispatches). Not the tensor-core kernel: its grid is the same,
+/// but the rewrite is not tested there.
+pub fn gemm_family(name: &str) -> Option<Family> {
+    match name.rsplit_once('_')?.0 {
+        "gemm" => Some(Family::Gemm),
+        "gemm_tiled" => Some(Family::GemmTiled),
+        "gemm_tiled84" => Some(Family::GemmTiled84),
+        "gemm_tiled8" => Some(Family::GemmTiled8),
+        "gemm_tiled_tall" => Some(Family::GemmTiledTall),
+        "gemm_rows" => Some(Family::GemmRows),
+        _ => None,
+    }
 }
 
 /// How many K chunks a skinny GEMM on a GPU splits into, if any: a single GEMM whose 16x16 tiles
@@ -189,8 +209,7 @@ pub fn coop_status() -> String {
     }
 }
 
-/// The GEMM kernel for a GPU and its output tile (0: gemm_tiled_tall's 128 rows by 64 columns).
-/// f16 with at least 128 rows and columns takes the tensor cores (unless NXV_GEMM_COOP=0) where
+/// The GEMM kernel for a GPU (its grid: gemm_grid). f16 with at least 128 rows and columns takes the tensor cores (unless NXV_GEMM_COOP=0) where
 /// the device has NV cooperative matrices (gemm_coop.comp, f32 accumulation in the tensor cores'
 /// order). Large outputs with a 32-bit accumulator take the register-blocked kernel
 /// (gemm_tiled.comp; the same sums in the same order as gemm.comp): 128x128 blocks (8x8 outputs
@@ -199,26 +218,26 @@ pub fn coop_status() -> String {
 /// 32-row GEMMs) keep 16x16 tiles, and so do f64 accumulators (f64, 64-bit integers, f32/f16
 /// under NXV_PRECISE_DOT): with them the 64x64 kernel measured 4x slower than the 16x16 one on
 /// the H200 (2238 vs 530 us at 1024^3).
-fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool) -> (Family, u64) {
+fn gpu_gemm_variant(dtype: Dtype, batch: u64, m: u64, n: u64, coopmat_f16: bool) -> Family {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
     let blocks = |rows: u64, cols: u64| batch * m.div_ceil(rows) * n.div_ceil(cols);
     if dtype == Dtype::F16 && coopmat_f16 && !wide_accumulator && m >= 128 && n >= 128 {
-        (Family::GemmCoop, 128)
+        Family::GemmCoop
     } else if wide_accumulator || m < 64 || n < 64 || blocks(64, 64) < TILED_MIN_BLOCKS {
-        (Family::Gemm, 16)
+        Family::Gemm
     } else if gemm_block() != 0 {
         match gemm_block() {
-            128 => (Family::GemmTiled8, 128),
-            65 => (Family::GemmTiled84, 64),
-            129 => (Family::GemmTiledTall, 0),
-            _ => (Family::GemmTiled, 64),
+            128 => Family::GemmTiled8,
+            65 => Family::GemmTiled84,
+            129 => Family::GemmTiledTall,
+            _ => Family::GemmTiled,
         }
     } else if m >= 128 && n >= 128 && blocks(128, 128) >= BIG_BLOCKS_MIN {
-        (Family::GemmTiled8, 128)
+        Family::GemmTiled8
     } else if m >= 128 && blocks(128, 64) >= BIG_BLOCKS_MIN {
-        (Family::GemmTiledTall, 0)
+        Family::GemmTiledTall
     } else {
-        (Family::GemmTiled84, 64)
+        Family::GemmTiled84
     }
 }
 
