@@ -199,6 +199,77 @@ defmodule Nx.Vulkan.ReduceDotTest do
   end
 end
 
+defmodule Nx.Vulkan.VectorGemmTest do
+  # Not async: it reads which kernels ran from the per-kernel GPU times, which are global.
+  use Nx.Vulkan.DeviceCase, async: false
+
+  # On CPU devices a GEMM of 4-byte elements whose operands line up in 16-byte vectors takes
+  # gemm_rows4.comp (4 x 4 outputs an invocation, K four at a time); every other takes
+  # gemm_rows.comp. Both sum each output's products in order from k = 0, so f32 under
+  # precise_dot (f64 sums rounded once) and integers equal the BinaryBackend bit for bit.
+  @cases [
+    # {label, a shape, b shape, contraction, vector kernel on CPU devices?}
+    {"A along K, B along N, ragged M", {13, 24}, {24, 20}, {[1], [0]}, true},
+    {"A along M (transposed), B along N", {24, 12}, {24, 20}, {[0], [0]}, true},
+    {"A along K, B along K (transposed), ragged N", {13, 24}, {18, 24}, {[1], [1]}, true},
+    {"A along M, B along K", {24, 12}, {18, 24}, {[0], [1]}, true},
+    {"K of 4 (not a multiple of 8)", {9, 4}, {4, 8}, {[1], [0]}, true},
+    {"N over one workgroup's columns", {5, 8}, {8, 600}, {[1], [0]}, true},
+    {"MNIST layer 32x784x128", {32, 784}, {784, 128}, {[1], [0]}, true},
+    {"MNIST weight gradient 784x32x128", {32, 784}, {32, 128}, {[0], [0]}, true},
+    {"K of 10", {8, 10}, {10, 8}, {[1], [0]}, false},
+    {"A along M with ragged M", {24, 13}, {24, 20}, {[0], [0]}, false},
+    {"B along N with ragged N", {8, 24}, {24, 18}, {[1], [0]}, false}
+  ]
+
+  setup do
+    Nx.Vulkan.set_gpu_timing(true)
+    Nx.Vulkan.take_kernel_times()
+    on_exit(fn -> Nx.Vulkan.set_gpu_timing(false) end)
+  end
+
+  defp gemm_kernels do
+    for {name, _} <- Nx.Vulkan.take_kernel_times(),
+        String.starts_with?(Atom.to_string(name), "gemm"),
+        do: Atom.to_string(name)
+  end
+
+  defp ints(shape, type, seed) do
+    random(shape, :f32, 1000.0, seed) |> Nx.round() |> Nx.abs() |> Nx.as_type(type)
+  end
+
+  test "every operand layout, ragged dims, f32 s32 u32, bit for bit with the BinaryBackend" do
+    cpu? = Nx.Vulkan.Device.info().type == :cpu
+    exact? = Nx.Vulkan.stats().precise_dot
+
+    for {label, sa, sb, {ca, cb}, vector?} <- @cases, type <- [:f32, :s32, :u32] do
+      {a, b} =
+        if type == :f32,
+          do: {random(sa, :f32, 2.0, 81), random(sb, :f32, 2.0, 82)},
+          else: {ints(sa, type, 83), ints(sb, type, 84)}
+
+      tol = if type == :f32 and not exact?, do: [rtol: 1.0e-5, atol: 1.0e-3], else: []
+      assert_device(&Nx.dot(&1, ca, &2, cb), [a, b], tol)
+      Nx.Vulkan.flush()
+      kernels = gemm_kernels()
+
+      if cpu? do
+        vector = Enum.any?(kernels, &String.starts_with?(&1, "gemm_rows4_"))
+        assert vector == vector?, "#{label} #{type}: #{inspect(kernels)}"
+      end
+    end
+  end
+
+  test "batched, with batch strides multiples of 4 and not" do
+    for {sa, sb} <- [{{3, 9, 16}, {3, 16, 12}}, {{2, 5, 8}, {2, 8, 3}}] do
+      a = random(sa, :f32, 2.0, 85)
+      b = random(sb, :f32, 2.0, 86)
+      tol = if Nx.Vulkan.stats().precise_dot, do: [], else: [rtol: 1.0e-5, atol: 1.0e-3]
+      assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [a, b], tol)
+    end
+  end
+end
+
 defmodule Nx.Vulkan.ArgReduceTest do
   use Nx.Vulkan.DeviceCase, async: true
 

@@ -7,6 +7,7 @@
 //! transposes its dot's result, so a training step has several of these.
 use crate::ops::matmul::{gemm_family, gemm_grid};
 use crate::queue::{handle, Command, Dispatch};
+use crate::shaders::Family;
 use std::collections::{HashMap, HashSet};
 
 /// Whether `copy` (a strided copy, copy.comp's push layout) writes the whole M x N row-major
@@ -94,10 +95,21 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         push[8] = p[4];
         push[9..12].copy_from_slice(&[p[5], p[7], p[6]]);
         let Some(Ok(groups)) = gemm_grid(family, 1, u64::from(n), u64::from(m)) else { continue };
+        // gemm_rows4.comp's layout bits say which way each operand's vectors run: A's become
+        // B's (ops/matmul.rs, rows4_layout).
+        let pipeline = if family == Family::GemmRows4 {
+            let op = gemm.pipeline.op();
+            match gemm.pipeline.with_op(((op & 1) << 1) | ((op >> 1) & 1)) {
+                Ok(p) => p,
+                Err(_) => continue,
+            }
+        } else {
+            gemm.pipeline.clone()
+        };
         let mut bindings = gemm.bindings.clone();
         bindings.swap(0, 1);
         bindings[2] = dst;
-        let rewritten = Dispatch { push, groups, bindings, ..gemm.clone() };
+        let rewritten = Dispatch { push, groups, bindings, pipeline, ..gemm.clone() };
         commands[i] = Some(Command::Dispatch(rewritten));
         commands[j] = None;
         folded += 1;

@@ -65,6 +65,11 @@ impl Pipeline {
         self.op
     }
 
+    /// The same kernel's pipeline slot with specialization constant 0 set to `op`.
+    pub fn with_op(&self, op: u32) -> Result<Arc<Pipeline>> {
+        pipeline(self.kernel, op)
+    }
+
     /// The created pipeline; creates it now if nobody has started to (blocks while another thread
     /// creates it). Called on the GPU thread and the builder threads only.
     pub fn get(&self) -> Result<&Arc<ComputePipeline>> {

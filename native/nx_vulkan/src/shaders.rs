@@ -124,6 +124,7 @@ numeric_family!(gemm_tiled_tall, "shaders/gemm_tiled.comp", ["TM" = "8", "TN" = 
 numeric_family!(gemm_conv, "shaders/gemm_tiled.comp", ["TM" = "4", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_conv8, "shaders/gemm_tiled.comp", ["TM" = "8", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_rows, "shaders/gemm_rows.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+numeric_family!(gemm_rows4, "shaders/gemm_rows4.comp", [], [F32 + ["T4" = "vec4"], F32P + ["T4" = "vec4"], S32 + ["T4" = "ivec4"], U32 + ["T4" = "uvec4"]]);
 numeric_family!(arg_reduce, "shaders/arg_reduce.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(classify, "shaders/classify.comp", [], [F32, F64, F16]);
 numeric_family!(window, "shaders/window.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
@@ -211,6 +212,7 @@ pub enum Family {
     GemmConv8,
     GemmCoop,
     GemmRows,
+    GemmRows4,
     ArgReduce,
     Classify,
     Window,
@@ -243,6 +245,7 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         Family::GemmConv => gemm_conv::VARIANTS,
         Family::GemmConv8 => gemm_conv8::VARIANTS,
         Family::GemmRows => gemm_rows::VARIANTS,
+        Family::GemmRows4 => gemm_rows4::VARIANTS,
         Family::ArgReduce => arg_reduce::VARIANTS,
         Family::Classify => classify::VARIANTS,
         Family::Window => window::VARIANTS,
@@ -264,7 +267,7 @@ fn lookup(variants: &[(Dtype, bool, Kernel)], dtype: Dtype, precise: bool) -> Op
 /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules). A family
 /// missing here still works: its modules then load on first use.
 pub fn all() -> impl Iterator<Item = Kernel> {
-    let families: [&[(Dtype, bool, Kernel)]; 26] = [
+    let families: [&[(Dtype, bool, Kernel)]; 27] = [
         unary::VARIANTS,
         binary::VARIANTS,
         compare::VARIANTS,
@@ -283,6 +286,7 @@ pub fn all() -> impl Iterator<Item = Kernel> {
         gemm_conv::VARIANTS,
         gemm_conv8::VARIANTS,
         gemm_rows::VARIANTS,
+        gemm_rows4::VARIANTS,
         arg_reduce::VARIANTS,
         classify::VARIANTS,
         window::VARIANTS,

@@ -80,10 +80,15 @@ fn dot(
     }
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
+    let rows4 = rows4_layout(dtype, batch, m, n, k, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns]);
     let family = if !cpu_device() {
         gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable())
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
-        Family::GemmRows
+        if rows4.is_some() {
+            Family::GemmRows4
+        } else {
+            Family::GemmRows
+        }
     } else if k.div_ceil(16) * 17 <= LAVAPIPE_LOOP_BUDGET {
         Family::Gemm
     } else {
@@ -120,17 +125,49 @@ fn dot(
         }
     }
     let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
-    dispatch(kernel, 0, &[&a_buf, &b_buf, &out], push, groups?)?;
+    let layout = if family == Family::GemmRows4 { rows4.unwrap_or(0) } else { 0 };
+    dispatch(kernel, layout, &[&a_buf, &b_buf, &out], push, groups?)?;
     Ok(out)
+}
+
+/// gemm_rows4.comp's layout (its specialization constant: bit 0, A's 16-byte vectors run along K,
+/// else along M; bit 1, B's along K, else along N) for a GEMM of 4-byte elements whose operands
+/// (offset 0; strides [batch, M, K] and [batch, K, N]) it can read as whole aligned vectors: K a
+/// multiple of 4, each operand stride 1 along the dim it vectorises, that dim's size a multiple
+/// of 4 unless it is K, and every other stride a non-negative multiple of 4. None: gemm_rows.comp.
+/// The conditions are the same for the swapped, transposed operands (peephole.rs), whose layout
+/// is this one with its bits swapped.
+pub fn rows4_layout(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64, a: [i64; 3], b: [i64; 3]) -> Option<u32> {
+    let aligned = |s: i64| s >= 0 && s % 4 == 0;
+    if dtype.bytes() != 4 || k % 4 != 0 || !(batch == 1 || (aligned(a[0]) && aligned(b[0]))) {
+        return None;
+    }
+    let a_bit = if a[2] == 1 && aligned(a[1]) {
+        1
+    } else if a[1] == 1 && m % 4 == 0 && aligned(a[2]) {
+        0
+    } else {
+        return None;
+    };
+    let b_bit = if b[1] == 1 && aligned(b[2]) {
+        2
+    } else if b[2] == 1 && n % 4 == 0 && aligned(b[1]) {
+        0
+    } else {
+        return None;
+    };
+    Some(a_bit | b_bit)
 }
 
 /// The grid of a GEMM family with gemm.comp's push constants over a batch of M x N outputs
 /// (None for other families), or an unsupported error past the device's dispatch limits: blocks
 /// of 16x16 (gemm.comp), 64x64, 128x128 or 128 rows by 64 columns (gemm_tiled.comp), or
-/// gemm_rows.comp's one invocation per 2 x 4 outputs.
+/// gemm_rows.comp's one invocation per 2 x 4 outputs, or gemm_rows4.comp's workgroups of 64
+/// invocations of 4 x 4.
 pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u32; 3]>> {
     let (rows, cols) = match family {
         Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
+        Family::GemmRows4 => (4, 128),
         Family::Gemm => (16, 16),
         Family::GemmTiled | Family::GemmTiled84 => (64, 64),
         Family::GemmTiled8 | Family::GemmCoop => (128, 128),
@@ -151,6 +188,7 @@ pub fn gemm_family(name: &str) -> Option<Family> {
         "gemm_tiled8" => Some(Family::GemmTiled8),
         "gemm_tiled_tall" => Some(Family::GemmTiledTall),
         "gemm_rows" => Some(Family::GemmRows),
+        "gemm_rows4" => Some(Family::GemmRows4),
         _ => None,
     }
 }
