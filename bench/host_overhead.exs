@@ -1,5 +1,7 @@
 # Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised),
-# then flushes once. Prints us per op for whole backend calls and for the bare NIFs.
+# then flushes once. Prints us per op for whole backend calls and for the bare NIFs: first with
+# every result kept alive (each op allocates a fresh buffer), then in a steady state where each
+# result is dropped at once (buffers come back through the pool, as in a training loop).
 #
 #   mix run bench/host_overhead.exs     (or: elixir bench/host_overhead.exs with ERL_LIBS set)
 import Bitwise
@@ -38,3 +40,42 @@ s = Nx.Vulkan.stats()
 IO.puts(
   "GPU-thread recording: #{Float.round(s.record_ns / max(s.recorded, 1) / 1000, 2)} us/command"
 )
+
+# Steady state: results dropped, so the garbage collector returns their buffers to the pool.
+defmodule HostOverhead.Loop do
+  def run(0, _f), do: :ok
+
+  def run(n, f) do
+    f.()
+    run(n - 1, f)
+  end
+end
+
+steady = fn name, f ->
+  HostOverhead.Loop.run(n, f)
+  Nx.Vulkan.flush()
+
+  us =
+    Enum.min(
+      for _ <- 1..5 do
+        {us, _} = :timer.tc(fn -> HostOverhead.Loop.run(n, f) end)
+        Nx.Vulkan.flush()
+        us
+      end
+    )
+
+  IO.puts(
+    String.pad_trailing(name, 22) <>
+      "#{Float.round(us / n, 2)} us/op on the caller (best of 5, results dropped)"
+  )
+end
+
+IO.puts("steady state:")
+steady.("Nx.add (backend)", fn -> Nx.add(a, b) end)
+steady.("Nx.exp (backend)", fn -> Nx.exp(a) end)
+
+steady.("binary_op NIF", fn ->
+  Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4])
+end)
+
+steady.("unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end)
