@@ -30,7 +30,10 @@ gemms = [
   {"gemm 520x37x590", {520, 37}, {37, 590}, &Nx.dot/2},
   {"gemm a^T b^T 520x37x590", {37, 520}, {590, 37}, &Nx.dot(&1, [0], &2, [1])},
   {"gemm 1100x5x1030", {1100, 5}, {5, 1030}, &Nx.dot/2},
-  {"gemm batched 4x200x19x300", {4, 200, 19}, {4, 19, 300}, &Nx.dot(&1, [2], [0], &2, [1], [0])}
+  {"gemm batched 4x200x19x300", {4, 200, 19}, {4, 19, 300}, &Nx.dot(&1, [2], [0], &2, [1], [0])},
+  # Few tiles over a long K: four slices of each workgroup walk K (gemm_ksplit).
+  {"gemm skinny 32x784x128", {32, 784}, {784, 128}, &Nx.dot/2},
+  {"gemm skinny ragged a^T 20x300x30", {300, 20}, {300, 30}, &Nx.dot(&1, [0], &2, [0])}
 ]
 
 convs = [

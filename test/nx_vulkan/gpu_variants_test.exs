@@ -1,14 +1,16 @@
-# The kernel variants only GPUs take (register-blocked GEMMs of every block shape, the
-# implicit-GEMM conv), run on this device by a child VM told it is a GPU (NXV_DEVICE_CLASS):
-# on lavapipe the suite would otherwise never run them. test/gpu_class/variants.exs compares
-# each result with the BinaryBackend's, bit for bit, and names the kernels that ran.
+# The kernel variants only GPUs take (register-blocked GEMMs of every block shape, the K-split
+# GEMM of few tiles, the implicit-GEMM conv), run on this device by a child VM told it is a GPU
+# (NXV_DEVICE_CLASS): on lavapipe the suite would otherwise never run them.
+# test/gpu_class/variants.exs compares each result with the BinaryBackend's, bit for bit, and
+# names the kernels that ran.
 defmodule Nx.Vulkan.GpuVariantsTest do
   use ExUnit.Case, async: true
   @moduletag :subprocess
   @moduletag timeout: 240_000
 
   for {block, expected} <- [
-        {"", ~w(gemm_tiled84_f32 gemm_tiled_tall_s32 gemm_conv_f32)},
+        {"",
+         ~w(gemm_tiled84_f32 gemm_tiled_tall_s32 gemm_conv_f32 gemm_ksplit_f32 gemm_ksplit_s32)},
         {"128", ~w(gemm_tiled8_f32 gemm_tiled8_s32)}
       ] do
     test "GPU kernel variants, NXV_GEMM_BLOCK=#{inspect(block)}" do

@@ -8,29 +8,49 @@
 //       pc[8] b offset, pc[9..12] b strides (batch, k, n).
 #include "common.glsl"
 #define TILE 16
-layout(local_size_x = TILE, local_size_y = TILE) in;
+// KSPLIT (gemm_ksplit): KSPLIT slices of 16x16 threads share each output tile, slice z walking
+// the K tiles z, z + KSPLIT, ...; then slice 0 adds the slices' sums in order z = 0, 1, ... For
+// few tiles over a long K on GPUs (the MNIST step's 32x784x128 makes 16 workgroups that walk
+// 49 K tiles one after another, each a global-load latency), where it cuts the walk KSPLIT
+// times without a second dispatch. The order depends only on the shape.
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+layout(local_size_x = TILE, local_size_y = TILE, local_size_z = KSPLIT) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
-shared W ta[TILE][TILE + 1];
-shared W tb[TILE][TILE + 1];
+shared W ta[KSPLIT][TILE][TILE + 1];
+shared W tb[KSPLIT][TILE][TILE + 1];
+#if KSPLIT > 1
+shared W partial[KSPLIT][TILE][TILE];
+#endif
 
 void main() {
   uint M = pc[0], N = pc[1], K = pc[2];
   uint batch = gl_WorkGroupID.z;
-  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tz = gl_LocalInvocationID.z;
   uint row = gl_WorkGroupID.y * TILE + ty;
   uint col = gl_WorkGroupID.x * TILE + tx;
   uint a_base = pc[4] + batch * pc[5];
   uint b_base = pc[8] + batch * pc[9];
   W acc = W(0);
-  for (uint k0 = 0; k0 < K; k0 += TILE) {
+  // Every slice runs the same number of steps (barriers in uniform control flow); steps past K
+  // load zeros.
+  for (uint k0 = tz * TILE; k0 < K + tz * TILE; k0 += KSPLIT * TILE) {
     uint ak = k0 + tx, bk = k0 + ty;
-    ta[ty][tx] = (row < M && ak < K) ? W(a[a_base + row * pc[6] + ak * pc[7]]) : W(0);
-    tb[ty][tx] = (bk < K && col < N) ? W(b[b_base + bk * pc[10] + col * pc[11]]) : W(0);
+    ta[tz][ty][tx] = (row < M && ak < K) ? W(a[a_base + row * pc[6] + ak * pc[7]]) : W(0);
+    tb[tz][ty][tx] = (bk < K && col < N) ? W(b[b_base + bk * pc[10] + col * pc[11]]) : W(0);
     barrier();
-    for (uint k = 0; k < TILE; ++k) acc += ta[ty][k] * tb[k][tx];
+    for (uint k = 0; k < TILE; ++k) acc += ta[tz][ty][k] * tb[tz][k][tx];
     barrier();
   }
+#if KSPLIT > 1
+  partial[tz][ty][tx] = acc;
+  barrier();
+  if (tz != 0u) return;
+  acc = partial[0][ty][tx];
+  for (uint z = 1u; z < KSPLIT; ++z) acc += partial[z][ty][tx];
+#endif
   if (row < M && col < N) c[(batch * M + row) * N + col] = T(acc);
 }

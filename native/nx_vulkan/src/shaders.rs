@@ -116,6 +116,8 @@ numeric_family!(reduce_columns_out_acc, "shaders/reduce_columns.comp", ["OUT_ACC
 numeric_family!(reduce_columns_in_acc, "shaders/reduce_columns.comp", ["IN_ACC" = "1"], [F32P, F16, F16P]);
 numeric_family!(reduce_serial, "shaders/reduce_serial.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(gemm, "shaders/gemm.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
+// 32-bit accumulators only (ops/matmul.rs, gemm_ksplit_fits).
+numeric_family!(gemm_ksplit, "shaders/gemm.comp", ["KSPLIT" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 // 32-bit accumulators only (see ops/matmul.rs).
 numeric_family!(gemm_tiled, "shaders/gemm_tiled.comp", ["TM" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 numeric_family!(gemm_tiled8, "shaders/gemm_tiled.comp", ["TM" = "8"], [F32, F16, S8, S16, S32, U8, U16, U32]);
@@ -204,6 +206,7 @@ pub enum Family {
     ReduceColumns,
     ReduceSerial,
     Gemm,
+    GemmKSplit,
     GemmTiled,
     GemmTiled8,
     GemmTiled84,
@@ -238,6 +241,7 @@ pub fn numeric(family: Family, dtype: Dtype, precise: bool) -> Option<Kernel> {
         Family::ReduceColumns => reduce_columns::VARIANTS,
         Family::ReduceSerial => reduce_serial::VARIANTS,
         Family::Gemm => gemm::VARIANTS,
+        Family::GemmKSplit => gemm_ksplit::VARIANTS,
         Family::GemmTiled => gemm_tiled::VARIANTS,
         Family::GemmTiled8 => gemm_tiled8::VARIANTS,
         Family::GemmTiled84 => gemm_tiled84::VARIANTS,
@@ -267,7 +271,7 @@ fn lookup(variants: &[(Dtype, bool, Kernel)], dtype: Dtype, precise: bool) -> Op
 /// Every kernel, for loading their modules ahead of use (pipelines::preload_modules). A family
 /// missing here still works: its modules then load on first use.
 pub fn all() -> impl Iterator<Item = Kernel> {
-    let families: [&[(Dtype, bool, Kernel)]; 27] = [
+    let families: [&[(Dtype, bool, Kernel)]; 28] = [
         unary::VARIANTS,
         binary::VARIANTS,
         compare::VARIANTS,
@@ -279,6 +283,7 @@ pub fn all() -> impl Iterator<Item = Kernel> {
         reduce_columns_in_acc::VARIANTS,
         reduce_serial::VARIANTS,
         gemm::VARIANTS,
+        gemm_ksplit::VARIANTS,
         gemm_tiled::VARIANTS,
         gemm_tiled8::VARIANTS,
         gemm_tiled84::VARIANTS,

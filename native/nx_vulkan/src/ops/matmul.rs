@@ -124,6 +124,12 @@ fn dot(
             return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
         }
     }
+    let (family, kernel) = if family == Family::Gemm && !cpu_device() && gemm_ksplit_fits(dtype, batch, m, n, k) {
+        let split = shaders::numeric(Family::GemmKSplit, dtype, false);
+        split.map_or((family, kernel), |split| (Family::GemmKSplit, split))
+    } else {
+        (family, kernel)
+    };
     let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
     let layout = if family == Family::GemmRows4 { rows4.unwrap_or(0) } else { 0 };
     dispatch(kernel, layout, &[&a_buf, &b_buf, &out], push, groups?)?;
@@ -168,7 +174,7 @@ pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u
     let (rows, cols) = match family {
         Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
         Family::GemmRows4 => (4, 128),
-        Family::Gemm => (16, 16),
+        Family::Gemm | Family::GemmKSplit => (16, 16),
         Family::GemmTiled | Family::GemmTiled84 => (64, 64),
         Family::GemmTiled8 | Family::GemmCoop => (128, 128),
         Family::GemmTiledTall => (128, 64),
@@ -183,6 +189,7 @@ pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u
 pub fn gemm_family(name: &str) -> Option<Family> {
     match name.rsplit_once('_')?.0 {
         "gemm" => Some(Family::Gemm),
+        "gemm_ksplit" => Some(Family::GemmKSplit),
         "gemm_tiled" => Some(Family::GemmTiled),
         "gemm_tiled84" => Some(Family::GemmTiled84),
         "gemm_tiled8" => Some(Family::GemmTiled8),
@@ -208,6 +215,16 @@ fn k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
         .find(|&s| k % s == 0 && k / s >= 128 && tiles * s <= 2 * SPLIT_K_TILES)
         .filter(|&s| tiles * s >= SPLIT_K_TILES / 2)
 }
+
+/// Whether a GEMM on the 16x16-tile kernel takes gemm_ksplit (four slices of each workgroup
+/// walking a quarter of K each, summed in the workgroup): few tiles over a long K, with a 32-bit
+/// accumulator (f64 ones keep gemm.comp's single walk: precise_dot promises its order).
+fn gemm_ksplit_fits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> bool {
+    let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
+    !wide_accumulator && k >= KSPLIT_MIN_K && batch * m.div_ceil(16) * n.div_ceil(16) < SPLIT_K_TILES / 2
+}
+/// K from which gemm_ksplit pays: 16 tiles of 16 walked 4 ways.
+const KSPLIT_MIN_K: u64 = 256;
 
 /// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
 /// of a large GPU).
