@@ -223,7 +223,7 @@ fn gemm_ksplit_fits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> bool {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
     !wide_accumulator && k >= KSPLIT_MIN_K && batch * m.div_ceil(16) * n.div_ceil(16) < SPLIT_K_TILES / 2
 }
-/// K from which gemm_ksplit pays: 16 tiles of 16 walked 4 ways.
+/// K from which gemm_ksplit pays: a 64-wide chunk for each of its four slices.
 const KSPLIT_MIN_K: u64 = 256;
 
 /// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
