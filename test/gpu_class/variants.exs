@@ -31,7 +31,9 @@ gemms = [
   {"gemm a^T b^T 520x37x590", {37, 520}, {590, 37}, &Nx.dot(&1, [0], &2, [1])},
   {"gemm 1100x5x1030", {1100, 5}, {5, 1030}, &Nx.dot/2},
   {"gemm batched 4x200x19x300", {4, 200, 19}, {4, 19, 300}, &Nx.dot(&1, [2], [0], &2, [1], [0])},
-  # Few tiles over a long K: four slices of each workgroup walk K (gemm_ksplit).
+  # Few tiles over a short K: the 16x16-tile kernel (gemm.comp).
+  {"gemm skinny short K 32x100x20", {32, 100}, {100, 20}, &Nx.dot/2},
+  # Few tiles over a long K: sixteen slices of each workgroup walk K (gemm_ksplit).
   {"gemm skinny 32x784x128", {32, 784}, {784, 128}, &Nx.dot/2},
   {"gemm skinny ragged a^T 20x300x30", {300, 20}, {300, 30}, &Nx.dot(&1, [0], &2, [0])}
 ]

@@ -10,7 +10,7 @@ defmodule Nx.Vulkan.GpuVariantsTest do
 
   for {block, expected} <- [
         {"",
-         ~w(gemm_tiled84_f32 gemm_tiled_tall_s32 gemm_conv_f32 gemm_ksplit_f32 gemm_ksplit_s32)},
+         ~w(gemm_tiled84_f32 gemm_tiled_tall_s32 gemm_conv_f32 gemm_f32 gemm_ksplit_f32 gemm_ksplit_s32)},
         {"128", ~w(gemm_tiled8_f32 gemm_tiled8_s32)}
       ] do
     test "GPU kernel variants, NXV_GEMM_BLOCK=#{inspect(block)}" do

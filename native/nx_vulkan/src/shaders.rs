@@ -117,7 +117,7 @@ numeric_family!(reduce_columns_in_acc, "shaders/reduce_columns.comp", ["IN_ACC" 
 numeric_family!(reduce_serial, "shaders/reduce_serial.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(gemm, "shaders/gemm.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
 // 32-bit accumulators only (ops/matmul.rs, gemm_ksplit_fits).
-numeric_family!(gemm_ksplit, "shaders/gemm.comp", ["KSPLIT" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
+numeric_family!(gemm_ksplit, "shaders/gemm.comp", ["KSPLIT" = "16", "TILE" = "8", "KT" = "32"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 // 32-bit accumulators only (see ops/matmul.rs).
 numeric_family!(gemm_tiled, "shaders/gemm_tiled.comp", ["TM" = "4"], [F32, F16, S8, S16, S32, U8, U16, U32]);
 numeric_family!(gemm_tiled8, "shaders/gemm_tiled.comp", ["TM" = "8"], [F32, F16, S8, S16, S32, U8, U16, U32]);

@@ -174,7 +174,8 @@ pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u
     let (rows, cols) = match family {
         Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
         Family::GemmRows4 => (4, 128),
-        Family::Gemm | Family::GemmKSplit => (16, 16),
+        Family::Gemm => (16, 16),
+        Family::GemmKSplit => (8, 8),
         Family::GemmTiled | Family::GemmTiled84 => (64, 64),
         Family::GemmTiled8 | Family::GemmCoop => (128, 128),
         Family::GemmTiledTall => (128, 64),
@@ -216,14 +217,14 @@ fn k_splits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> Option<u64> {
         .filter(|&s| tiles * s >= SPLIT_K_TILES / 2)
 }
 
-/// Whether a GEMM on the 16x16-tile kernel takes gemm_ksplit (four slices of each workgroup
-/// walking a quarter of K each, summed in the workgroup): few tiles over a long K, with a 32-bit
-/// accumulator (f64 ones keep gemm.comp's single walk: precise_dot promises its order).
+/// Whether a GEMM on the 16x16-tile kernel takes gemm_ksplit (8x8 tiles, sixteen slices of each
+/// workgroup walking a part of K each, summed in the workgroup): few tiles over a long K, with a
+/// 32-bit accumulator (f64 ones keep gemm.comp's single walk: precise_dot promises its order).
 fn gemm_ksplit_fits(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64) -> bool {
     let wide_accumulator = dtype.bytes() == 8 || (precise_dot() && matches!(dtype, Dtype::F32 | Dtype::F16));
     !wide_accumulator && k >= KSPLIT_MIN_K && batch * m.div_ceil(16) * n.div_ceil(16) < SPLIT_K_TILES / 2
 }
-/// K from which gemm_ksplit pays: a 64-wide chunk for each of its four slices.
+/// K from which gemm_ksplit pays: a 32-wide chunk for most of its sixteen slices.
 const KSPLIT_MIN_K: u64 = 256;
 
 /// Workgroups from which a GEMM fills the GPU without splitting K (about 2 per multiprocessor
