@@ -229,8 +229,7 @@ static DRAIN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 pub struct Stats {
     pub recorded: AtomicU64,
-    /// Submissions made before anything waited for them: a compiled program's replay as soon as
-    /// it is recorded (PROGRAM_SUBMIT), and NXV_EARLY_SUBMIT's.
+    /// Submissions made early, while the GPU was idle and the BEAM still recording.
     pub early_submissions: AtomicU64,
     pub barriers: AtomicU64,
     pub submissions: AtomicU64,
@@ -284,16 +283,14 @@ fn stopped() -> Error {
 }
 
 /// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
-/// the cap if that is smaller, and at once for a compiled program's replay: PROGRAM_SUBMIT).
+/// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
     let bytes = command.written_bytes();
-    let program = matches!(command, Command::Program(_));
     QUEUED_COMMANDS.fetch_add(1, Ordering::AcqRel);
     QUEUED_BYTES.fetch_add(bytes, Ordering::AcqRel);
     QUEUE.pending.send(Queued { command, bytes }).map_err(|_| stopped())?;
     let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
-    let now = program && *PROGRAM_SUBMIT;
-    if (now || pending >= batch_max().min(RECORD_AHEAD)) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
+    if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
         QUEUE.control.send(Control::Drain).map_err(|_| stopped())?;
     }
     Ok(())
@@ -414,11 +411,6 @@ const EARLY_SUBMIT_MIN: usize = 16;
 /// 0.40 ms per MNIST step, while cap-triggered submissions that do not wait made cap 16 the
 /// fastest setting).
 pub static EARLY_SUBMIT: AtomicBool = AtomicBool::new(false);
-/// NXV_PROGRAM_SUBMIT (read once; `0` turns it off): a compiled program's replay (with whatever
-/// was recorded before it) is submitted as soon as the GPU thread has recorded it, not when a
-/// read asks for its results: the GPU starts on the program while the caller is still returning
-/// from the call and asking for the read, whose copy then goes in a submission of its own.
-static PROGRAM_SUBMIT: Lazy<bool> = Lazy::new(|| std::env::var("NXV_PROGRAM_SUBMIT").map_or(true, |v| v != "0"));
 
 /// The barriers the hazard tracking puts between `commands` recorded in this order.
 pub fn barriers_needed(commands: &[Command]) -> usize {
@@ -678,16 +670,12 @@ impl Recorder {
                 self.guarded(|r| r.submit(false, "batch_cap"));
             }
         }
-        let program_last =
-            *PROGRAM_SUBMIT && self.open.as_ref().and_then(|b| b.commands.last()).is_some_and(|q| matches!(q.command, Command::Program(_)));
-        let early = program_last
-            || (EARLY_SUBMIT.load(Ordering::Relaxed)
-                && self.in_flight.is_empty()
-                && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN));
+        let early = EARLY_SUBMIT.load(Ordering::Relaxed)
+            && self.in_flight.is_empty()
+            && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN);
         if early {
             STATS.early_submissions.fetch_add(1, Ordering::Relaxed);
-            let reason = if program_last { "program" } else { "early_submit" };
-            self.guarded(|r| r.submit(false, reason));
+            self.guarded(|r| r.submit(false, "early_submit"));
         }
     }
 
