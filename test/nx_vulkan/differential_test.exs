@@ -711,6 +711,9 @@ defmodule Nx.Vulkan.DifferentialTest do
   # Complex reductions, dot, conv, triangular_solve, indexed updates, gather/select and complex
   # functions: computed in f64 and rounded once, as the BinaryBackend does (c64 bit-identical).
   for type <- [:c64, :c128] do
+    # Each of its ~30 checks builds pipelines of the complex kernels (one per op) on first use,
+    # and again through the compiler: on a 2-core lavapipe host that is most of a minute.
+    @tag timeout: 240_000
     test "complex reductions, linear algebra and functions, #{type}" do
       type = unquote(type)
       tol = complex_tol(type)
