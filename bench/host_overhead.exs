@@ -29,11 +29,15 @@ run = fn name, f ->
   )
 end
 
+ops = [
+  {"Nx.add (backend)", fn -> Nx.add(a, b) end},
+  {"Nx.exp (backend)", fn -> Nx.exp(a) end},
+  {"binary_op NIF", fn -> Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4]) end},
+  {"unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end}
+]
+
 IO.puts("device #{Nx.Vulkan.Device.info().name}")
-run.("Nx.add (backend)", fn -> Nx.add(a, b) end)
-run.("Nx.exp (backend)", fn -> Nx.exp(a) end)
-run.("binary_op NIF", fn -> Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4]) end)
-run.("unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end)
+for {name, f} <- ops, do: run.(name, f)
 run.("alloc_buffer NIF", fn -> Nx.Vulkan.Native.alloc_buffer(16) end)
 s = Nx.Vulkan.stats()
 
@@ -71,11 +75,4 @@ steady = fn name, f ->
 end
 
 IO.puts("steady state:")
-steady.("Nx.add (backend)", fn -> Nx.add(a, b) end)
-steady.("Nx.exp (backend)", fn -> Nx.exp(a) end)
-
-steady.("binary_op NIF", fn ->
-  Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4])
-end)
-
-steady.("unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end)
+for {name, f} <- ops, do: steady.(name, f)
