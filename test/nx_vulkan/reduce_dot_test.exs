@@ -260,6 +260,36 @@ defmodule Nx.Vulkan.VectorGemmTest do
     end
   end
 
+  # Past 2^24 outputs on the vector kernel (ragged M), and M past the 4-row blocks the device's
+  # grid holds (65535 x 4), which takes gemm_rows.comp: exact integer sums, sampled positions.
+  @tag timeout: 240_000
+  test "past 2^24 outputs, and more rows than the vector kernel's grid holds" do
+    cpu? = Nx.Vulkan.Device.info().type == :cpu
+
+    for {m, k, n, vector?} <- [{4100, 4, 4100, true}, {270_000, 4, 4, false}] do
+      a = Nx.iota({m, k}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(7)
+      b = Nx.iota({k, n}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(5)
+      out = Nx.dot(a, b)
+      Nx.Vulkan.flush()
+      kernels = gemm_kernels()
+
+      if cpu?,
+        do: assert(Enum.any?(kernels, &(&1 == "gemm_rows4_s32")) == vector?, inspect(kernels))
+
+      ha = Nx.backend_copy(a, Nx.BinaryBackend)
+      hb = Nx.backend_copy(b, Nx.BinaryBackend)
+      host = Nx.backend_copy(out, Nx.BinaryBackend)
+
+      for p <- [0, 1, n - 1, n, div(m * n, 2) + 3, m * n - n, m * n - 1] do
+        i = div(p, n)
+        j = rem(p, n)
+
+        assert Nx.to_number(host[i][j]) == Nx.to_number(Nx.dot(ha[i], hb[[.., j]])),
+               "#{m}x#{k}x#{n} at #{p}"
+      end
+    end
+  end
+
   test "batched, with batch strides multiples of 4 and not" do
     for {sa, sb} <- [{{3, 9, 16}, {3, 16, 12}}, {{2, 5, 8}, {2, 8, 3}}] do
       a = random(sa, :f32, 2.0, 85)

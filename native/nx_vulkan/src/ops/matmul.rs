@@ -80,7 +80,14 @@ fn dot(
     }
     // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
     // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
-    let rows4 = rows4_layout(dtype, batch, m, n, k, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns]);
+    // gemm_rows4's layout where its vectors line up and its grid (rows of 4 on the second axis)
+    // fits the device's dispatch limits; else gemm_rows, whose grid takes any count.
+    let rows4 = if cpu_device() {
+        rows4_layout(dtype, batch, m, n, k, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns])
+            .filter(|_| matches!(gemm_grid(Family::GemmRows4, batch, m, n), Some(Ok(_))))
+    } else {
+        None
+    };
     let family = if !cpu_device() {
         gpu_gemm_variant(dtype, batch, m, n, dtype == Dtype::F16 && coop_usable())
     } else if k <= LAVAPIPE_LOOP_BUDGET / 2 {
