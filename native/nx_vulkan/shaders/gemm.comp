@@ -1,9 +1,10 @@
 #version 450
 // Batched GEMM: c[b][m][n] = sum_k a[b][m][k] * b[b][k][n], with both operands read through
 // strides (so transposed operands need no copy); c is contiguous [batch][M][N].
-// 16x16 output tile per workgroup, K walked in 16-wide tiles through shared memory.
+// TILE x TILE output tile per workgroup (16x16; gemm_ksplit 8x8), K walked in KT-wide tiles
+// through shared memory.
 // Defines: T storage type, W accumulator (wrapping integer type for integers).
-// Dispatch: (ceil(N/16), ceil(M/16), batch). Bindings: 0 a (read), 1 b (read), 2 c (write).
+// Dispatch: (ceil(N/TILE), ceil(M/TILE), batch). Bindings: 0 a (read), 1 b (read), 2 c (write).
 // Push: pc[0] M, pc[1] N, pc[2] K, pc[3] batch, pc[4] a offset, pc[5..8] a strides (batch, m, k),
 //       pc[8] b offset, pc[9..12] b strides (batch, k, n).
 #include "common.glsl"

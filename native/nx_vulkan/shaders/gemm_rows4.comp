@@ -10,7 +10,8 @@
 // vectorised dim and every other stride and offset of both operands are multiples of 4; the
 // dim not vectorised may be ragged (its last block re-reads its last row or column, in bounds,
 // and does not store it).
-// Dispatch: (batch * ceil(M / 4) * ceil(N / 4)) / 64 workgroups of 64 (ops/matmul.rs gemm_grid).
+// Dispatch: (ceil(N / 128), ceil(M / 4), batch) workgroups of 32 invocations, each 4 rows by
+// 4 columns (ops/matmul.rs gemm_grid).
 #include "common.glsl"
 layout(local_size_x = 32) in;
 // Bit 0: A's vectors run along K (else along M); bit 1: B's along K (else along N). A

@@ -78,10 +78,10 @@ fn dot(
     if k != k2 || batch != b_batch_n {
         return Err(arg_error!("dot: contracted or batch sizes differ ({k} vs {k2}, {batch} vs {b_batch_n})"));
     }
-    // On CPU devices the barrier-free variant, unless its K loop would exceed lavapipe's loop
-    // budget; the tiled kernel walks K in 16-wide steps (17 loop iterations per step).
-    // gemm_rows4's layout where its vectors line up and its grid (rows of 4 on the second axis)
-    // fits the device's dispatch limits; else gemm_rows, whose grid takes any count.
+    // On CPU devices the barrier-free variants, unless their K loop would exceed lavapipe's loop
+    // budget (the tiled kernel walks K in 16-wide steps, 17 loop iterations per step):
+    // gemm_rows4 where its vectors line up and its grid (blocks of 4 rows on the second axis)
+    // fits the device's dispatch limits, else gemm_rows, whose grid takes any count.
     let rows4 = if cpu_device() {
         rows4_layout(dtype, batch, m, n, k, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns])
             .filter(|_| matches!(gemm_grid(Family::GemmRows4, batch, m, n), Some(Ok(_))))
@@ -138,7 +138,7 @@ fn dot(
         (family, kernel)
     };
     let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
-    let layout = if family == Family::GemmRows4 { rows4.unwrap_or(0) } else { 0 };
+    let layout = rows4.filter(|_| family == Family::GemmRows4).unwrap_or(0);
     dispatch(kernel, layout, &[&a_buf, &b_buf, &out], push, groups?)?;
     Ok(out)
 }
@@ -175,8 +175,8 @@ pub fn rows4_layout(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64, a: [i64; 3
 /// The grid of a GEMM family with gemm.comp's push constants over a batch of M x N outputs
 /// (None for other families), or an unsupported error past the device's dispatch limits: blocks
 /// of 16x16 (gemm.comp), 64x64, 128x128 or 128 rows by 64 columns (gemm_tiled.comp), or
-/// gemm_rows.comp's one invocation per 2 x 4 outputs, or gemm_rows4.comp's workgroups of 64
-/// invocations of 4 x 4.
+/// gemm_rows.comp's one invocation per 2 x 4 outputs, gemm_rows4.comp's blocks of 4 rows by 128
+/// columns, or gemm_ksplit's 8x8 blocks.
 pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u32; 3]>> {
     let (rows, cols) = match family {
         Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
