@@ -241,9 +241,9 @@ defmodule Nx.Vulkan.CompilerTest do
       info = Nx.Vulkan.program_info(f, args)
 
       if fuses?() do
-        # Every cast to f32 and every copy above joined a fused kernel (the u8 -> u32 cast has
-        # no f32 result and runs on its own).
-        assert Enum.count(info.kernels, &(&1 == "convert")) == 1, inspect(info.kernels)
+        # Every cast and every copy above joined a fused kernel (the u8 -> u32 cast of the
+        # predicate too, with its result held as a uint).
+        refute "convert" in info.kernels, inspect(info.kernels)
         refute "copy_b4" in info.kernels, inspect(info.kernels)
         assert info.fused_ops >= 16
       end
@@ -283,6 +283,82 @@ defmodule Nx.Vulkan.CompilerTest do
         refute Map.has_key?(kinds, "reduce_serial_f32p"), inspect(info.kernels)
         refute Map.has_key?(kinds, "unary_f32p"), inspect(info.kernels)
         assert kinds["fused_elementwise"] >= 6
+      end
+    end
+
+    test "reductions with element-wise prologues: the input computed in the reduction's loop" do
+      specials =
+        <<0x7FC01234::32-little, 0xFF800000::32-little, 0x7F800000::32-little,
+          0x80000000::32-little>>
+
+      x =
+        random({12, 40, 5}, :f32, 3.0, 51)
+        |> Nx.put_slice([2, 9, 1], Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
+
+      b = random({5}, :f32, 1.0, 52)
+      c = random({12, 1, 5}, :f32, 1.0, 53)
+
+      f = fn x, b, c ->
+        # A stable log-sum-exp: the shifted logits are read by the max's prologue, written by it
+        # (other kernels read them), and exp'd in the sum's prologue.
+        logits = Nx.add(x, b)
+        shifted = Nx.subtract(logits, Nx.reduce_max(logits, axes: [1], keep_axes: true))
+        lse = shifted |> Nx.exp() |> Nx.sum(axes: [1], keep_axes: true) |> Nx.log()
+        # Over the first and last axes (a strided layout visiting each element once), with a
+        # broadcast operand in the prologue.
+        outer = x |> Nx.multiply(c) |> Nx.abs() |> Nx.sum(axes: [0, 2])
+        # A product and a min of prologues with NaN and infinities in them.
+        products = x |> Nx.multiply(0.5) |> Nx.tanh() |> Nx.product(axes: [2])
+        mins = x |> Nx.subtract(c) |> Nx.reduce_min(axes: [0])
+        # A slice reduced: its layout skips elements, so its prologue is not fused.
+        part = x |> Nx.slice([0, 0, 0], [12, 6, 5]) |> Nx.multiply(2.0) |> Nx.sum(axes: [1])
+        {Nx.subtract(shifted, lse), outer, products, mins, part, logits}
+      end
+
+      args = [[x, b, c], [Nx.negate(x), Nx.multiply(b, 3.0), Nx.negate(c)]]
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+
+      if fuses?() do
+        # Every element-wise op joined a reduction (before or after it) or the final subtract.
+        kinds = Enum.frequencies(info.kernels)
+        assert Map.keys(kinds) == ["fused_elementwise"], inspect(info.kernels)
+        assert info.fused_ops >= 17
+      end
+    end
+
+    test "counts of maxima (the gradient of reduce_max, ties included) and integer sums fuse" do
+      # Ties: rows with their max twice or three times, and a row of equal values.
+      x =
+        Nx.tensor([
+          [1.0, 3.0, 3.0, -1.0, 0.5],
+          [2.0, 2.0, 2.0, 2.0, 2.0],
+          [-4.0, 7.0, 7.0, 7.0, 1.0],
+          [0.0, -0.0, -1.0, -2.0, -3.0]
+        ])
+        |> Nx.tile([8, 3])
+
+      ints = Nx.iota({32, 15}, type: :s32) |> Nx.multiply(536_870_911)
+
+      f = fn x, ints ->
+        grad = Nx.Defn.grad(x, fn x -> x |> Nx.reduce_max(axes: [1]) |> Nx.sum() end)
+        # A comparison counted in u32; an s32 sum of a select that wraps past 2^31.
+        counts = x |> Nx.greater(0.5) |> Nx.sum(axes: [0])
+        wrapped = Nx.select(Nx.greater(x, 0), ints, Nx.negate(ints)) |> Nx.sum(axes: [1])
+        {grad, counts, wrapped, Nx.as_type(wrapped, :f32)}
+      end
+
+      args = [[x, ints], [Nx.negate(x), Nx.add(ints, 7)]]
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+
+      if fuses?() do
+        # The max itself reads an argument: a reduction of its own; the integer sums joined
+        # their prologues and epilogues.
+        refute "reduce_serial_u32" in info.kernels or "reduce_serial_s32" in info.kernels,
+               inspect(info.kernels)
+
+        refute "convert" in info.kernels, inspect(info.kernels)
       end
     end
 
@@ -678,7 +754,12 @@ defmodule Nx.Vulkan.CompilerTest do
       info = Nx.Vulkan.program_info(&MNISTMLP.step/3, [params, x, labels])
       # 48 dispatches before fusion (the Evaluator's step, less the loss read's copy), less the
       # transposes of the two weight gradients, folded into their GEMMs.
-      assert %{prerecorded: true, replay_copies: 11, fused_kernels: kernels, fused_ops: ops} = info
+      assert %{prerecorded: pre, replay_copies: copies, fused_kernels: kernels, fused_ops: ops} =
+               info
+
+      # Pre-recorded (copying the 6 arguments and 5 results) only past twice as many commands.
+      assert pre == info.commands > 2 * 11
+      assert copies == if(pre, do: 11, else: 0)
       assert kernels >= 1 == fuses?()
       assert info.folded_transposes == 2
       if fuses?(), do: assert(info.dispatches == 48 - 2 - ops + kernels)

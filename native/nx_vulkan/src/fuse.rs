@@ -9,6 +9,12 @@
 //! through memory per op. Results other commands (or the program's caller) read are written too
 //! (up to MAX_OUTPUTS per kernel); the others stay in registers.
 //!
+//! A serial reduction takes part too: the ops that compute its input (a prologue) run inside its
+//! loop at each element it folds, and the ops on its result (an epilogue) after the loop. So a
+//! stable log-sum-exp is two kernels (max with the logits' add before it; sum with the shift and
+//! exp before it and the log after), and the count of a row's maxima in the gradient of
+//! reduce_max (compare, cast to u32, integer sum, cast to f32) one.
+//!
 //! Kernels are generated as GLSL with the shapes, offsets and strides written in, compiled with
 //! shaderc (tens of ms, on the dirty scheduler `capture_end` runs on), cached by source for the
 //! VM's life and as SPIR-V in the pipeline cache's directory for the next start; their
@@ -60,15 +66,18 @@ enum Kind {
     /// as a float in the kernel: a load, a select and a store move bits and compute nothing, so
     /// any 4-byte type comes through unchanged; only f32 ops read it as a number).
     Select,
-    /// convert from an 8, 16 or 32-bit integer to f32 (`op` is convert.comp's in * 16 + out):
-    /// the integer widened to 64 bits and converted as convert.comp does, exact up to 2^24.
+    /// convert from an 8, 16 or 32-bit integer to f32, s32 or u32 (`op` is convert.comp's
+    /// in * 16 + out): the integer widened to 64 bits and converted as convert.comp does (to f32
+    /// exact up to 2^24; to a 32-bit integer its low 32 bits, held as a uint).
     Convert,
     /// copy_b4 into a whole contiguous result (a broadcast, transpose or slice materialized):
     /// its input's bits through an offset and strides, held as a select's are.
     Copy,
-    /// reduce_serial_f32p (one output per invocation folding its reduced elements in order): only
-    /// as a run's first member, whose push constants (its layout) the fused kernel then takes;
-    /// the ops after it work on its result at the output's index (an epilogue).
+    /// reduce_serial_f32p, or the sum of reduce_serial_s32/u32 (wrapping adds, held as a uint):
+    /// one output per invocation folding its reduced elements in order. Its push constants (its
+    /// layout) become the fused kernel's; members before it compute its input elements (a
+    /// prologue, inside its loop), those after it work on its result at the output's index (an
+    /// epilogue).
     Reduce,
 }
 
@@ -80,15 +89,15 @@ fn kind(name: &str) -> Option<Kind> {
         "select_b4" => Kind::Select,
         "convert" => Kind::Convert,
         "copy_b4" => Kind::Copy,
-        "reduce_serial_f32p" => Kind::Reduce,
+        "reduce_serial_f32p" | "reduce_serial_s32" | "reduce_serial_u32" => Kind::Reduce,
         _ => return None,
     })
 }
 
 /// The GLSL type of a convert's input, by convert.comp's type code (ops/convert.rs): the
-/// integers of 8 to 32 bits, into f32 (code 0) only.
+/// integers of 8 to 32 bits, into f32, s32 or u32 (codes 0, 6, 10) only.
 fn convert_input(op: u32) -> Option<&'static str> {
-    if op % 16 != 0 {
+    if !matches!(op % 16, 0 | 6 | 10) {
         return None;
     }
     Some(match op / 16 {
@@ -126,12 +135,23 @@ struct Elementwise {
     operands: SmallVec<[(Subbuffer<[u8]>, Access); 3]>,
     out: Subbuffer<[u8]>,
     push: [u32; PUSH_WORDS],
+    /// A 32-bit integer result (an integer sum, a convert into s32 or u32), held as a uint.
+    integer: bool,
 }
 
 impl Elementwise {
     /// Whether the result is a predicate (u8 in memory) rather than an f32.
     fn predicate(&self) -> bool {
         self.kind == Kind::Compare
+    }
+
+    /// The GLSL type of the result in memory and in its register.
+    fn stored(&self) -> &'static str {
+        match self.kind {
+            Kind::Compare => "uint8_t",
+            _ if self.integer => "uint",
+            _ => "T",
+        }
     }
 }
 
@@ -176,10 +196,19 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Copy if d.bindings.len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
-        Kind::Reduce if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Reduced)]),
+        // Integer reductions: sums only (max and min compare by signedness, which a uint does not say).
+        Kind::Reduce if d.bindings.len() == 2 && (d.name == "reduce_serial_f32p" || d.pipeline.op() == 0) => {
+            SmallVec::from_vec(vec![(b(0), Access::Reduced)])
+        }
         _ => return None,
     };
-    Some(Elementwise { kind, op: d.pipeline.op(), n, operands, out, push: d.push })
+    let op = d.pipeline.op();
+    let integer = match kind {
+        Kind::Convert => op % 16 != 0,
+        Kind::Reduce => d.name != "reduce_serial_f32p",
+        _ => false,
+    };
+    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -288,6 +317,11 @@ fn run(
     let level =
         |buffers: &mut dyn Iterator<Item = u64>| buffers.filter_map(|h| levels.get(&h)).copied().max().unwrap_or(0);
     let mut ready = level(&mut externals.iter().copied());
+    // The element count of the index space members work in, and where the run's reduction is:
+    // members before it (a prologue) work on the reduction's input elements, the reduction and
+    // those after it (an epilogue) on its outputs.
+    let mut space = first.n;
+    let mut reduce_at = (first.kind == Kind::Reduce).then_some(0);
     // What the commands passed over read and write.
     let (mut passed_reads, mut passed_writes) = (HashSet::new(), HashSet::new());
     let mut passed = 0;
@@ -298,48 +332,65 @@ fn run(
             continue;
         }
         let (reads, writes) = commands[k].accesses();
-        let joined =
-            parsed[k].as_ref().filter(|next| next.n == first.n && next.kind != Kind::Reduce).and_then(|next| {
-                let independent = reads.iter().all(|r| !passed_writes.contains(r))
-                    && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
-                let mut chained = false;
-                let mut new_externals = externals.clone();
-                let mut new_inner = inner_reads.clone();
-                for (b, access) in &next.operands {
-                    let h = handle(b);
-                    if let Some(at) = members.iter().position(|m| *m == h) {
-                        let source = parsed[run[at]].as_ref()?;
-                        if *access != Access::Linear || !register_fits(next, source) {
-                            return None;
-                        }
-                        chained = true;
-                        *new_inner.entry(h).or_default() += 1;
-                    } else {
-                        new_externals.insert(h);
+        let joined = parsed[k].as_ref().and_then(|next| {
+            let reduces = next.kind == Kind::Reduce;
+            // A reduction joins a prologue that computes its input: one whose element count is
+            // the input's and whose results (written where other commands read them) the
+            // reduction's layout visits once each, so each invocation writes the elements it
+            // folds and no two write the same one.
+            let takes_prologue = reduces
+                && reduce_at.is_none()
+                && next.push[0] as u64 * next.push[1] as u64 == space
+                && visits_once(&next.push, space);
+            if (reduces && !takes_prologue) || (!reduces && next.n != space) {
+                return None;
+            }
+            let independent = reads.iter().all(|r| !passed_writes.contains(r))
+                && writes.iter().all(|w| !passed_writes.contains(w) && !passed_reads.contains(w));
+            let mut chained = false;
+            let mut new_externals = externals.clone();
+            let mut new_inner = inner_reads.clone();
+            for (b, access) in &next.operands {
+                let h = handle(b);
+                if let Some(at) = members.iter().position(|m| *m == h) {
+                    let source = parsed[run[at]].as_ref()?;
+                    // A prologue's values are the reduction's input elements, not its outputs.
+                    let other_space = reduce_at.is_some_and(|r| at < r);
+                    let readable = *access == Access::Linear || (reduces && *access == Access::Reduced);
+                    if other_space || !readable || !register_fits(next, source) {
+                        return None;
                     }
+                    chained = true;
+                    *new_inner.entry(h).or_default() += 1;
+                } else {
+                    new_externals.insert(h);
                 }
-                let mut new_members = members.clone();
-                new_members.push(handle(&next.out));
-                // A member that waits for a later level than the run so far delays the kernel, and
-                // with it whatever else reads the run's results: it joins only when nothing does.
-                let new_ready = level(&mut new_externals.iter().copied());
-                let delays = new_ready > ready
-                    && members.iter().any(|h| {
-                        escapes.contains(h)
-                            || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
-                    });
-                // One that reads no member joins only where it waits for nothing the run does not
-                // (siblings: two casts that one op then combines).
-                (independent
-                    && (chained || new_ready <= ready)
-                    && !delays
-                    && new_externals.len() <= MAX_INPUTS
-                    && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
-                    .then_some((new_externals, new_inner, new_members, new_ready))
-            });
+            }
+            let mut new_members = members.clone();
+            new_members.push(handle(&next.out));
+            // A member that waits for a later level than the run so far delays the kernel, and
+            // with it whatever else reads the run's results: it joins only when nothing does.
+            let new_ready = level(&mut new_externals.iter().copied());
+            let delays = new_ready > ready
+                && members.iter().any(|h| {
+                    escapes.contains(h) || readers.get(h).copied().unwrap_or(0) > new_inner.get(h).copied().unwrap_or(0)
+                });
+            // One that reads no member joins only where it waits for nothing the run does not
+            // (siblings: two casts that one op then combines).
+            (independent
+                && (chained || (new_ready <= ready && !reduces))
+                && !delays
+                && new_externals.len() <= MAX_INPUTS
+                && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
+                .then_some((new_externals, new_inner, new_members, new_ready))
+        });
         match joined {
             Some(state) => {
                 (externals, inner_reads, members, ready) = state;
+                if parsed[k].as_ref().is_some_and(|e| e.kind == Kind::Reduce) {
+                    reduce_at = Some(run.len());
+                    space = parsed[k].as_ref().map_or(space, |e| e.n);
+                }
                 run.push(k);
             }
             None => {
@@ -353,17 +404,44 @@ fn run(
     run
 }
 
+/// Whether a reduction's layout (reduce_serial.comp's push constants: output and reduced dims with
+/// their strides, a base offset) visits each of `n` contiguous elements exactly once: its axes,
+/// sorted by stride, are a row-major layout of `n` elements from offset 0.
+fn visits_once(push: &[u32; PUSH_WORDS], n: u64) -> bool {
+    let (kept, reduced) = (push[2] as usize, push[3] as usize);
+    if kept > 6 || reduced > 6 || push[4] != 0 {
+        return false;
+    }
+    let axis = |dims_at: usize, strides_at: usize| {
+        move |d: usize| (push[strides_at + d] as i32 as i64, push[dims_at + d] as u64)
+    };
+    let mut axes: SmallVec<[(i64, u64); 12]> =
+        (0..kept).map(axis(5, 11)).chain((0..reduced).map(axis(17, 23))).filter(|&(_, dim)| dim != 1).collect();
+    axes.sort_unstable();
+    let mut expected = 1i64;
+    for (stride, dim) in axes {
+        if stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(dim as i64);
+    }
+    expected == n as i64
+}
+
 /// Whether `next` can take `source`'s result from its register: a convert of an 8-bit integer
-/// reads a comparison's predicate, one of a 32-bit integer a select's bits; every other op
-/// reads f32 values, which no comparison holds.
+/// reads a comparison's predicate, one of a 32-bit integer (and an integer sum) a select's bits
+/// or a 32-bit integer result; every other op reads f32 values, which no comparison and no
+/// integer result holds.
 fn register_fits(next: &Elementwise, source: &Elementwise) -> bool {
+    let bits = source.integer || matches!(source.kind, Kind::Select | Kind::Copy);
     match next.kind {
         Kind::Convert => match convert_input(next.op) {
             Some("uint8_t") => source.kind == Kind::Compare,
-            Some("int" | "uint") => matches!(source.kind, Kind::Select | Kind::Copy),
+            Some("int" | "uint") => bits,
             _ => false,
         },
-        _ => source.kind != Kind::Compare || next.kind == Kind::Select,
+        Kind::Reduce if next.integer => bits,
+        _ => !source.integer && (source.kind != Kind::Compare || next.kind == Kind::Select),
     }
 }
 
@@ -388,61 +466,6 @@ fn outputs(
 /// One dispatch of the generated kernel for `run`.
 fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &HashSet<u64>) -> Result<Command> {
     let last = run.last().expect("a run is not empty");
-    // Buffers read from memory: (buffer, the GLSL type of its elements).
-    let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
-    let mut results: HashMap<u64, usize> = HashMap::new();
-    let mut body = String::new();
-    for (k, e) in run.iter().enumerate() {
-        let mut args: SmallVec<[String; 3]> = SmallVec::new();
-        for (at, (b, access)) in e.operands.iter().enumerate() {
-            let h = handle(b);
-            if let Some(&j) = results.get(&h) {
-                // A convert's operand in a register: a predicate, or a select's 4-byte bits.
-                args.push(match (e.kind, convert_input(e.op)) {
-                    (Kind::Convert, Some("uint8_t")) => format!("(t{j} ? 1 : 0)"),
-                    (Kind::Convert, Some("int")) => format!("floatBitsToInt(t{j})"),
-                    (Kind::Convert, _) => format!("floatBitsToUint(t{j})"),
-                    _ => format!("t{j}"),
-                });
-                continue;
-            }
-            let predicate = e.kind == Kind::Select && at == 0;
-            let ty = match e.kind {
-                _ if predicate => "uint8_t",
-                Kind::Convert => convert_input(e.op).expect("parse admits these converts only"),
-                _ => "T",
-            };
-            let x = inputs.iter().position(|(x, t)| handle(x) == h && *t == ty).unwrap_or_else(|| {
-                inputs.push((b.clone(), ty));
-                inputs.len() - 1
-            });
-            let read = format!("in{x}[{}]", index(access));
-            args.push(match access {
-                _ if predicate => format!("({read} != uint8_t(0))"),
-                // A reduction indexes its input itself.
-                Access::Reduced => format!("in{x}"),
-                _ => read,
-            });
-        }
-        let line = match e.kind {
-            Kind::Unary => format!("T t{k} = result(unary_apply({}u, W({})));", e.op, args[0]),
-            Kind::Binary => format!("T t{k} = result(binary_apply({}u, W({}), W({})));", e.op, args[0], args[1]),
-            Kind::Compare => format!("bool t{k} = compare_apply({}u, W({}), W({}));", e.op, args[0], args[1]),
-            Kind::Select => format!("T t{k} = {} ? {} : {};", args[0], args[1], args[2]),
-            // As convert.comp: the integer widened to 64 bits, then one conversion to f32.
-            Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
-            Kind::Copy => format!("T t{k} = {};", args[0]),
-            // As reduce_serial.comp, over the push constants (its layout) the kernel takes.
-            Kind::Reduce => format!(
-                "ACC a{k} = identity();\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
-                 for (uint r = 0; r < pc[1]; ++r) a{k} = combine(a{k}, ACC({}[strided(r, pc[3], 17, 23, base{k})]));\n    \
-                 T t{k} = T(a{k});",
-                args[0]
-            ),
-        };
-        let _ = writeln!(body, "    {line}");
-        results.insert(handle(&e.out), k);
-    }
     let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
     let mut inner_reads: HashMap<u64, usize> = HashMap::new();
     for (b, _) in run.iter().flat_map(|e| &e.operands) {
@@ -451,19 +474,100 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         }
     }
     let written = outputs(&members, &inner_reads, readers, escapes);
-    for (j, &k) in written.iter().enumerate() {
-        let value = if run[k].predicate() { format!("uint8_t(t{k} ? 1 : 0)") } else { format!("t{k}") };
-        let _ = writeln!(body, "    o{j}[i] = {value};");
+    // Buffers read from memory: (buffer, the GLSL type of its elements).
+    let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
+    let mut results: HashMap<u64, usize> = HashMap::new();
+    // A reduction's prologue evaluates at the input element `j` it folds, inside its loop; the
+    // reduction and its epilogue at the output element `i`.
+    let reduce_at = run.iter().position(|e| e.kind == Kind::Reduce);
+    let in_prologue = |k: usize| reduce_at.is_some_and(|r| k < r);
+    let (mut prologue, mut body) = (String::new(), String::new());
+    for (k, e) in run.iter().enumerate() {
+        let at_index = if in_prologue(k) { "j" } else { "i" };
+        let mut args: SmallVec<[String; 3]> = SmallVec::new();
+        for (at, (b, access)) in e.operands.iter().enumerate() {
+            let h = handle(b);
+            if let Some(&j) = results.get(&h) {
+                // An integer operand in a register: a predicate, an integer result (a uint), or a
+                // select's 4-byte bits.
+                let integer = run[j].integer;
+                let int_input = e.kind == Kind::Convert || (e.kind == Kind::Reduce && e.integer);
+                args.push(match (int_input, convert_input(e.op)) {
+                    (true, Some("uint8_t")) if e.kind == Kind::Convert => format!("(t{j} ? 1 : 0)"),
+                    (true, Some("int")) if e.kind == Kind::Convert && integer => format!("int(t{j})"),
+                    (true, Some("int")) if e.kind == Kind::Convert => format!("floatBitsToInt(t{j})"),
+                    (true, _) if integer => format!("t{j}"),
+                    (true, _) => format!("floatBitsToUint(t{j})"),
+                    _ => format!("t{j}"),
+                });
+                continue;
+            }
+            let predicate = e.kind == Kind::Select && at == 0;
+            let ty = match e.kind {
+                _ if predicate => "uint8_t",
+                Kind::Convert => convert_input(e.op).expect("parse admits these converts only"),
+                Kind::Reduce if e.integer => "uint",
+                _ => "T",
+            };
+            let x = inputs.iter().position(|(x, t)| handle(x) == h && *t == ty).unwrap_or_else(|| {
+                inputs.push((b.clone(), ty));
+                inputs.len() - 1
+            });
+            // A reduction reads its input element j (its loop's index).
+            let read = format!("in{x}[{}]", index(access, if e.kind == Kind::Reduce { "j" } else { at_index }));
+            args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
+        }
+        let line = match e.kind {
+            Kind::Unary => format!("T t{k} = result(unary_apply({}u, W({})));", e.op, args[0]),
+            Kind::Binary => format!("T t{k} = result(binary_apply({}u, W({}), W({})));", e.op, args[0], args[1]),
+            Kind::Compare => format!("bool t{k} = compare_apply({}u, W({}), W({}));", e.op, args[0], args[1]),
+            Kind::Select => format!("T t{k} = {} ? {} : {};", args[0], args[1], args[2]),
+            // As convert.comp: the integer widened to 64 bits, then one conversion to f32 (or its
+            // low 32 bits).
+            Kind::Convert if e.integer => format!("uint t{k} = uint(int64_t({}));", args[0]),
+            Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
+            Kind::Copy => format!("T t{k} = {};", args[0]),
+            // As reduce_serial.comp, over the push constants (its layout) the kernel takes: its
+            // reduced elements folded in order, each computed by the prologue first. An integer
+            // sum adds in 32 bits, wrapping as reduce_serial_s32/u32 do.
+            Kind::Reduce => {
+                let (acc, start, fold, result) = if e.integer {
+                    ("uint", "0u".to_string(), format!("a{k} + {}", args[0]), format!("uint t{k} = a{k};"))
+                } else {
+                    (
+                        "ACC",
+                        "identity()".into(),
+                        format!("combine(a{k}, ACC({}))", args[0]),
+                        format!("T t{k} = T(a{k});"),
+                    )
+                };
+                format!(
+                    "{acc} a{k} = {start};\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
+                     for (uint r = 0; r < pc[1]; ++r) {{\n      uint j = strided(r, pc[3], 17, 23, base{k});\n\
+                     {prologue}      a{k} = {fold};\n    }}\n    {result}"
+                )
+            }
+        };
+        let (target, indent) = if in_prologue(k) { (&mut prologue, "      ") } else { (&mut body, "    ") };
+        let _ = writeln!(target, "{indent}{line}");
+        results.insert(handle(&e.out), k);
+        // The prologue's results that are read elsewhere are written as they are computed.
+        if in_prologue(k) && written.contains(&k) {
+            let _ =
+                writeln!(prologue, "      o{}[j] = {};", written.iter().position(|&w| w == k).unwrap(), store(e, k));
+        }
+    }
+    for (j, &k) in written.iter().enumerate().filter(|&(_, &k)| !in_prologue(k)) {
+        let _ = writeln!(body, "    o{j}[i] = {};", store(run[k], k));
     }
     let mut source = String::from("#version 450\n");
     source.push_str(DEFINES);
     source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
     source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
-    if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce) {
+    if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce && !e.integer) {
         let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
     }
     source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
-    let ty = |predicate: bool| if predicate { "uint8_t" } else { "T" };
     for (k, (_, t)) in inputs.iter().enumerate() {
         let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ {t} in{k}[]; }};");
     }
@@ -472,7 +576,7 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         let _ = writeln!(
             source,
             "layout(set = 0, binding = {binding}) writeonly buffer O{j} {{ {} o{j}[]; }};",
-            ty(run[k].predicate())
+            run[k].stored()
         );
     }
     source.push_str(
@@ -485,8 +589,8 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     let per = pipeline.per_invocation as u64;
     let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
     bindings.extend(written.iter().map(|&k| run[k].out.clone()));
-    // A reduction (always the first member) brings its layout; pc[0] is the output count either way.
-    let mut push = if run[0].kind == Kind::Reduce { run[0].push } else { [0; PUSH_WORDS] };
+    // A reduction brings its layout; pc[0] is the output count either way.
+    let mut push = reduce_at.map_or([0; PUSH_WORDS], |r| run[r].push);
     push[0] = last.n as u32;
     Ok(Command::Dispatch(Dispatch {
         name: "fused_elementwise",
@@ -498,17 +602,27 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     }))
 }
 
-/// The element an operand is read at, for output element `i`, as GLSL.
-fn index(access: &Access) -> String {
+/// What the kernel stores for member `k`'s result: a predicate as a byte, else the value.
+fn store(e: &Elementwise, k: usize) -> String {
+    if e.predicate() {
+        format!("uint8_t(t{k} ? 1 : 0)")
+    } else {
+        format!("t{k}")
+    }
+}
+
+/// The element an operand is read at, for element `at` (a GLSL variable) of the op's index
+/// space, as GLSL.
+fn index(access: &Access, at: &str) -> String {
     match access {
-        Access::Linear | Access::Reduced => "i".into(),
+        Access::Linear | Access::Reduced => at.into(),
         Access::Strided { offset, dims, strides } => {
             // Row-major digits of i over dims, last dim first (as binary.comp decodes them).
             let mut terms = vec![offset.to_string()];
             let mut divisor = 1u64;
             for (&dim, &stride) in dims.iter().zip(strides).rev() {
                 if stride != 0 && dim != 1 {
-                    terms.push(format!("int((i / {divisor}u) % {dim}u) * ({stride})"));
+                    terms.push(format!("int(({at} / {divisor}u) % {dim}u) * ({stride})"));
                 }
                 divisor *= dim;
             }
