@@ -319,7 +319,8 @@ defmodule Nx.Vulkan.CompilerTest do
       assert_same(f, args)
       info = Nx.Vulkan.program_info(f, hd(args))
 
-      if fuses?() do
+      # Prologues fuse on CPU devices only (fuse.rs says why).
+      if fuses?() and Nx.Vulkan.Device.class() == :software do
         # Every element-wise op joined a reduction (before or after it) or the final subtract.
         kinds = Enum.frequencies(info.kernels)
         assert Map.keys(kinds) == ["fused_elementwise"], inspect(info.kernels)
@@ -352,7 +353,7 @@ defmodule Nx.Vulkan.CompilerTest do
       assert_same(f, args)
       info = Nx.Vulkan.program_info(f, hd(args))
 
-      if fuses?() do
+      if fuses?() and Nx.Vulkan.Device.class() == :software do
         # The max itself reads an argument: a reduction of its own; the integer sums joined
         # their prologues and epilogues.
         refute "reduce_serial_u32" in info.kernels or "reduce_serial_s32" in info.kernels,

@@ -338,7 +338,13 @@ fn run(
             // the input's and whose results (written where other commands read them) the
             // reduction's layout visits once each, so each invocation writes the elements it
             // folds and no two write the same one.
+            // CPU devices only: on the H200 (1dc5d75, one call) running prologues inside serial
+            // reductions' loops took the MNIST step's fused kernels from 64.5 to 115 GPU us (one
+            // invocation per output evaluates its input elements in turn, where element-wise
+            // kernels spread them over the GPU), and one prologue case there differed from the
+            // unfused kernels (not yet pinned down).
             let takes_prologue = reduces
+                && crate::policy::cpu_device()
                 && reduce_at.is_none()
                 && next.push[0] as u64 * next.push[1] as u64 == space
                 && visits_once(&next.push, space);
