@@ -89,6 +89,15 @@ defmodule Nx.Vulkan.CompilerTest do
     end
   end
 
+  # `x` ({_, _, n} with n >= 4) with a NaN carrying a payload, -inf, +inf and -0.0 put in a
+  # row of its last axis at `start`.
+  defp with_specials(x, start) do
+    specials =
+      <<0x7FC01234::32-little, 0xFF800000::32-little, 0x7F800000::32-little, 0x80000000::32-little>>
+
+    Nx.put_slice(x, start, Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
+  end
+
   defp census_delta(fun) do
     before = Nx.Vulkan.compiler_census()
     result = fun.()
@@ -250,15 +259,9 @@ defmodule Nx.Vulkan.CompilerTest do
     end
 
     test "reductions with element-wise epilogues: sums, products, max and min, NaN and infinities" do
-      specials =
-        <<0x7FC01234::32-little, 0xFF800000::32-little, 0x7F800000::32-little,
-          0x80000000::32-little>>
-
       # 12 x 40 x 5, a few special values spread through it; every reduction folds <= 64 elements
       # (serially on every device).
-      x =
-        random({12, 40, 5}, :f32, 3.0, 41)
-        |> Nx.put_slice([3, 7, 0], Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
+      x = with_specials(random({12, 40, 5}, :f32, 3.0, 41), [3, 7, 0])
 
       y = random({12, 5}, :f32, 1.0, 42)
 
@@ -287,13 +290,7 @@ defmodule Nx.Vulkan.CompilerTest do
     end
 
     test "reductions with element-wise prologues: the input computed in the reduction's loop" do
-      specials =
-        <<0x7FC01234::32-little, 0xFF800000::32-little, 0x7F800000::32-little,
-          0x80000000::32-little>>
-
-      x =
-        random({12, 40, 5}, :f32, 3.0, 51)
-        |> Nx.put_slice([2, 9, 1], Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
+      x = with_specials(random({12, 40, 5}, :f32, 3.0, 51), [2, 9, 1])
 
       b = random({5}, :f32, 1.0, 52)
       c = random({12, 1, 5}, :f32, 1.0, 53)
