@@ -22,7 +22,8 @@ use ash::vk;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use once_cell::sync::Lazy;
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use crossbeam_utils::CachePadded;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -129,8 +130,11 @@ impl Drop for Queued {
 
 /// Commands recorded and not yet retired (pending, in the open command buffer, or in flight),
 /// and the bytes they write.
-static QUEUED_COMMANDS: AtomicUsize = AtomicUsize::new(0);
-static QUEUED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Every op's caller and the GPU thread both write these (and PENDING_COUNT): each sits on a
+/// cache line of its own, so that a write to one does not take the line of the settings every op
+/// reads (BATCH_MAX, the bounds) or of the others away from the other core.
+static QUEUED_COMMANDS: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
+static QUEUED_BYTES: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 /// The pending queue's bound (`Nx.Vulkan.set_pending_limits/1`, `NXV_PENDING_COMMANDS`,
 /// `NXV_PENDING_BYTES`): a producer past either waits in `throttle` (a dirty NIF) until the GPU
 /// has retired enough. Set at start by the Elixir side.
@@ -223,10 +227,13 @@ const TIMED_COMMANDS: usize = 1024;
 /// command to the end of this one; overlapping independent commands share their time).
 pub static KERNEL_TIMES: Lazy<Mutex<HashMap<&'static str, (u64, u64)>>> = Lazy::new(Default::default);
 /// Commands pushed and not yet taken by the GPU thread.
-static PENDING_COUNT: AtomicUsize = AtomicUsize::new(0);
+static PENDING_COUNT: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
 /// Set while a Drain is on its way, so a burst of commands wakes the thread once.
 static DRAIN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
+/// Aligned to cache lines of its own: the GPU thread writes it for every command, and the
+/// settings every op reads must not share its lines.
+#[repr(align(128))]
 pub struct Stats {
     pub recorded: AtomicU64,
     /// Submissions made early, while the GPU was idle and the BEAM still recording.
@@ -427,8 +434,8 @@ pub fn barriers_needed(commands: &[Command]) -> usize {
 /// Buffers touched since the last barrier, by handle.
 #[derive(Default)]
 struct Hazards {
-    written: HashSet<u64>,
-    read: HashSet<u64>,
+    written: foldhash::HashSet<u64>,
+    read: foldhash::HashSet<u64>,
 }
 
 impl Hazards {

@@ -7,7 +7,7 @@ use crate::error::{arg_error, Error, Result};
 use crate::queue::{self, Command, FlushReason};
 use rustler::{Binary, Env, NewBinary, ResourceArc};
 use once_cell::sync::Lazy;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

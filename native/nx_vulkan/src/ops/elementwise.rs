@@ -35,8 +35,8 @@ const COMPARE_OPS: &[&str] = &[
 /// from every scheduler, so the atoms of each table are created once and then only read (a
 /// sharded map: no global lock on the dispatch path).
 pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Result<(u32, &'static str)> {
-    static ATOMS: once_cell::sync::Lazy<dashmap::DashMap<usize, Vec<Atom>>> =
-        once_cell::sync::Lazy::new(dashmap::DashMap::new);
+    static ATOMS: once_cell::sync::Lazy<dashmap::DashMap<usize, Vec<Atom>, foldhash::fast::RandomState>> =
+        once_cell::sync::Lazy::new(|| dashmap::DashMap::with_hasher(Default::default()));
     let key = table.as_ptr() as usize;
     if !ATOMS.contains_key(&key) {
         let atoms: Vec<Atom> = table
@@ -154,8 +154,8 @@ fn broadcast_dispatch(
 ) -> Result<BufferRef> {
     let n = element_count(out_shape);
     let strides = vec![broadcast_strides(a_shape, out_shape)?, broadcast_strides(b_shape, out_shape)?];
-    check_extent(a, in_bytes, 0, a_shape, &contiguous_strides(a_shape))?;
-    check_extent(b, in_bytes, 0, b_shape, &contiguous_strides(b_shape))?;
+    check_contiguous(a, in_bytes, a_shape)?;
+    check_contiguous(b, in_bytes, b_shape)?;
     let (dims, strides) = collapse(out_shape, &strides)?;
     let out = alloc(n * out_bytes)?;
     let mut push = Push::new();
@@ -292,9 +292,9 @@ fn select_elements(
 ) -> Result<BufferRef> {
     let kernel = by_width(elem_bytes, shaders::select_b1, shaders::select_b2, shaders::select_b4, shaders::select_b8)?;
     let n = element_count(&out_shape);
-    check_extent(&pred, 1, 0, &pred_shape, &contiguous_strides(&pred_shape))?;
-    check_extent(&on_true, elem_bytes, 0, &true_shape, &contiguous_strides(&true_shape))?;
-    check_extent(&on_false, elem_bytes, 0, &false_shape, &contiguous_strides(&false_shape))?;
+    check_contiguous(&pred, 1, &pred_shape)?;
+    check_contiguous(&on_true, elem_bytes, &true_shape)?;
+    check_contiguous(&on_false, elem_bytes, &false_shape)?;
     let strides = vec![
         broadcast_strides(&pred_shape, &out_shape)?,
         broadcast_strides(&true_shape, &out_shape)?,

@@ -157,6 +157,20 @@ pub fn check_extent(buf: &BufferRef, elem_bytes: u64, offset: i64, dims: &[u64],
     Ok(())
 }
 
+/// `check_extent` for a contiguous operand of `shape` read from offset 0 (no stride vector built:
+/// this runs on every binary op).
+pub fn check_contiguous(buf: &BufferRef, elem_bytes: u64, shape: &[u64]) -> Result<()> {
+    let count = element_count(shape);
+    let elements = buf.bytes / elem_bytes;
+    if count > elements.max(1) {
+        return Err(arg_error!(
+            "access [0, {}] is outside a buffer of {elements} elements (shape/buffer mismatch)",
+            count - 1
+        ));
+    }
+    Ok(())
+}
+
 /// A 2-D grid of workgroups with at least `n` invocations (kernels compute
 /// `x + y * groups_x * 256` and skip indices past `n`): x up to 65535 groups, y as many rows as needed.
 pub fn elementwise_groups(n: u64) -> [u32; 3] {
