@@ -278,6 +278,17 @@ impl Program {
         Ok(self.secondary.get_or_init(|| cb))
     }
 
+    pub fn prerecorded(&self) -> bool {
+        self.prerecorded
+    }
+
+    /// What a replay binds in place of the captured buffers: (captured handle, the replay's
+    /// buffer), the placeholders' then the fresh outputs'.
+    pub fn substitutes<'r>(&self, replay: &'r Replay) -> SmallVec<[(u64, &'r Subbuffer<[u8]>); 16]> {
+        let handles = self.inputs.iter().chain(&self.fresh).map(|&(h, _)| h);
+        handles.zip(replay.inputs.iter().chain(&replay.outputs)).collect()
+    }
+
     pub fn placeholders(&self) -> &[Subbuffer<[u8]>] {
         &self.placeholders
     }
@@ -618,18 +629,18 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
             crate::checks::inherit(out, &from)?;
         }
     }
-    if program.prerecorded {
-        let replay = Replay { program: program.clone(), inputs: in_buffers, outputs: out_buffers };
+    let replay = Replay { program: program.clone(), inputs: in_buffers, outputs: out_buffers };
+    if program.prerecorded || !queue::timing_per_command() {
+        // One queue entry: the GPU thread records the whole replay at once (queue.rs).
         queue::record(Command::Program(replay))?;
         return Ok(outputs);
     }
-    // (captured buffer's handle, the buffer standing for it in this replay)
-    let handles = program.inputs.iter().chain(&program.fresh).map(|&(h, _)| h);
-    let substitutes: SmallVec<[(u64, Subbuffer<[u8]>); 16]> =
-        handles.zip(in_buffers.into_iter().chain(out_buffers)).collect();
+    // With per-command GPU timing on, the commands go through the queue one by one, so that each
+    // kernel's time is its own (bench/program_times.exs).
+    let substitutes = program.substitutes(&replay);
     let swap = |b: &Subbuffer<[u8]>| {
         let h = handle(b);
-        substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| s.clone())
+        substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| (*s).clone())
     };
     let mut commands = Vec::with_capacity(program.commands.len());
     for command in &program.commands {

@@ -66,9 +66,9 @@ pub enum Command {
         dst: Subbuffer<[u8]>,
         bytes: u64,
     },
-    /// A compiled program's pre-recorded commands (capture.rs) on the caller's inputs: copies of
-    /// `inputs` into the program's placeholders, the program's command buffer, copies of its
-    /// outputs into `outputs`.
+    /// A compiled program (capture.rs) run on the caller's inputs into fresh outputs: a
+    /// pre-recorded one as copies of `inputs` into its placeholders, its command buffer, copies of
+    /// its outputs into `outputs`; any other as its commands recorded with those buffers bound.
     Program(Replay),
 }
 
@@ -97,7 +97,8 @@ impl Command {
     /// GPU commands it stands for (`stats/0`'s `recorded`): a program's own and its copies.
     fn recorded(&self) -> u64 {
         match self {
-            Command::Program(r) => (r.program.commands.len() + r.inputs.len() + r.outputs.len()) as u64,
+            Command::Program(r) if r.program.prerecorded() => (r.program.commands.len() + r.inputs.len() + r.outputs.len()) as u64,
+            Command::Program(r) => r.program.commands.len() as u64,
             _ => 1,
         }
     }
@@ -221,6 +222,11 @@ pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 /// end of each command buffer. A timestamp waits for the work before it, so per-command ones
 /// serialise the dispatches they sit between: the per-batch mode measures without that.
 pub static GPU_TIMING_PER_COMMAND: AtomicBool = AtomicBool::new(true);
+
+/// Whether GPU timestamps separate every command (`Nx.Vulkan.set_gpu_timing(true)`).
+pub fn timing_per_command() -> bool {
+    GPU_TIMING.load(Ordering::Relaxed) && GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed)
+}
 const TIMED_COMMANDS: usize = 1024;
 
 /// GPU time by kernel name while GPU_TIMING is on: (commands, ns from the end of the previous
@@ -457,7 +463,13 @@ impl Hazards {
 /// Records one dispatch with direct Vulkan calls (vulkano's unchecked wrappers still build and
 /// allocate per call: ~4.7 us per command on the H200 host). The pipeline layout declares set 0
 /// as push descriptors and a 128-byte push-constant range (see pipelines.rs).
-unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &ComputePipeline, bound: &mut vk::Pipeline) {
+unsafe fn record_dispatch(
+    cb: vk::CommandBuffer,
+    d: &Dispatch,
+    bindings: &[&Subbuffer<[u8]>],
+    created: &ComputePipeline,
+    bound: &mut vk::Pipeline,
+) {
     let device = &created.device();
     let fns = device.fns();
     let layout = created.layout().handle();
@@ -467,8 +479,7 @@ unsafe fn record_dispatch(cb: vk::CommandBuffer, d: &Dispatch, created: &Compute
             (fns.v1_0.cmd_bind_pipeline)(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
             *bound = pipeline;
         }
-        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = d
-            .bindings
+        let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = bindings
             .iter()
             .map(|b| vk::DescriptorBufferInfo {
                 buffer: b.buffer().handle(),
@@ -580,18 +591,68 @@ unsafe fn record_into(
                 cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(src.clone().slice(..*bytes), dst.clone().slice(..*bytes)));
             }
             Command::Dispatch(d) => {
-                let created = d.pipeline.get()?;
-                let (reads, writes) = command.accesses();
-                if hazards.needs_barrier(&reads, &writes) {
-                    record_compute_barrier(cb.handle(), created);
-                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
-                }
-                record_dispatch(cb.handle(), d, created, bound);
+                let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> = d.bindings.iter().collect();
+                record_dispatch_tracked(cb, hazards, bound, d, &bindings)?;
             }
             Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
         }
     }
     Ok(())
+}
+
+/// Records dispatch `d` on `bindings` (its own, or a replay's substitutes for them), a barrier
+/// first where the hazard tracking asks for one.
+unsafe fn record_dispatch_tracked(
+    cb: &mut RecordingCommandBuffer,
+    hazards: &mut Hazards,
+    bound: &mut vk::Pipeline,
+    d: &Dispatch,
+    bindings: &[&Subbuffer<[u8]>],
+) -> Result<()> {
+    let created = d.pipeline.get()?;
+    let (reads, writes) = bindings.split_at(bindings.len() - d.writes);
+    let reads: SmallVec<[u64; 4]> = reads.iter().map(|b| handle(b)).collect();
+    let writes: SmallVec<[u64; 2]> = writes.iter().map(|b| handle(b)).collect();
+    unsafe {
+        if hazards.needs_barrier(&reads, &writes) {
+            record_compute_barrier(cb.handle(), created);
+            STATS.barriers.fetch_add(1, Ordering::Relaxed);
+        }
+        record_dispatch(cb.handle(), d, bindings, created, bound);
+    }
+    Ok(())
+}
+
+/// A program's replay recorded afresh (a program that is not pre-recorded): its commands with the
+/// caller's inputs and the fresh outputs bound in place of the placeholders and the captured
+/// outputs, through the open batch's hazard tracking (the barriers a replay queued command by
+/// command would get, at no channel, queue-entry or copy cost per command).
+unsafe fn record_direct(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
+    let substitutes = replay.program.substitutes(replay);
+    for command in &replay.program.commands {
+        unsafe {
+            match command {
+                Command::Dispatch(d) => {
+                    let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
+                        d.bindings.iter().map(|b| substitute(&substitutes, b)).collect();
+                    record_dispatch_tracked(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, d, &bindings)?;
+                }
+                Command::Copy { src, dst, bytes } => {
+                    let (src, dst) = (substitute(&substitutes, src).clone(), substitute(&substitutes, dst).clone());
+                    let copy = Command::Copy { src, dst, bytes: *bytes };
+                    record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)?;
+                }
+                Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The buffer a replay binds in place of the captured `buffer` (itself when it is an intermediate).
+fn substitute<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], buffer: &'r Subbuffer<[u8]>) -> &'r Subbuffer<[u8]> {
+    let h = handle(buffer);
+    substitutes.iter().find(|(k, _)| *k == h).map_or(buffer, |(_, s)| s)
 }
 
 /// A command buffer being recorded, from the context's allocator.
@@ -720,7 +781,8 @@ impl Recorder {
         let batch = self.open.as_mut().unwrap();
         let started = Instant::now();
         match &queued.command {
-            Command::Program(replay) => unsafe { record_replay(batch, replay)? },
+            Command::Program(replay) if replay.program.prerecorded() => unsafe { record_replay(batch, replay)? },
+            Command::Program(replay) => unsafe { record_direct(batch, replay)? },
             command => unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? },
         }
         batch.commands.push(queued);
