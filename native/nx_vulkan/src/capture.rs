@@ -40,6 +40,22 @@ static PRERECORD: Lazy<Option<bool>> = Lazy::new(|| match std::env::var("NXV_PRE
     _ => None,
 });
 
+/// Whether a program of `commands` is pre-recorded rather than recorded again at every replay,
+/// when NXV_PRERECORD does not say. A pre-recorded replay copies its `inputs` arguments in and
+/// its `outputs` results out (queue::record_copies: a dispatch per 8 buffers each way); one
+/// recorded again costs the GPU thread every command's recording first. GPUs: pre-recorded past
+/// twice as many commands as copy dispatches (H200, MNIST step, 23 commands: vkCmdDispatch alone
+/// took 1.3-1.6 us to record, the replay's recording 65-70 us a step against 15 pre-recorded).
+/// CPU devices: past twice as many commands as buffers copied (lavapipe's MNIST step, 17
+/// commands and 11 buffers, measured 6.9-11.3 ms a step recorded again, 12.2-15.1 pre-recorded).
+fn worth_prerecording(commands: usize, inputs: usize, outputs: usize) -> bool {
+    if crate::policy::cpu_device() {
+        commands > 2 * (inputs + outputs)
+    } else {
+        commands > 2 * (queue::copy_dispatches(inputs) + queue::copy_dispatches(outputs))
+    }
+}
+
 /// Captures in progress, in any process: while zero, `scope` and the hooks cost one load.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 static CAPTURES: Lazy<Mutex<Vec<(LocalPid, Arc<Capture>)>>> = Lazy::new(Default::default);
@@ -250,9 +266,8 @@ pub struct Program {
     /// For each fresh output, the inputs it was computed from (their deferred checks pass on).
     depends: Vec<SmallVec<[u32; 4]>>,
     /// Whether a replay runs the commands recorded once (`secondary`) on copies of the inputs,
-    /// copying the outputs out, or records them again with the caller's buffers bound: the
-    /// copies cost less than recording again once the program has more commands than twice the
-    /// buffers copied.
+    /// copying the outputs out, or records them again with the caller's buffers bound (see
+    /// `worth_prerecording`).
     prerecorded: bool,
     /// The placeholders and the fresh outputs' own buffers (what the copies go to and from).
     placeholders: Vec<Subbuffer<[u8]>>,
@@ -410,14 +425,13 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
             && (bound.contains(h) || returned.contains(h) || keep.contains(h) || !state.allocated.contains(h))
     });
     let depends = dependencies(&commands, &input_handles, &fresh);
-    let copies = inputs.len() + fresh.len();
     let output_buffers = fresh
         .iter()
         .map(|&(h, _)| outputs.iter().find_map(|o| o.get().ok().filter(|b| handle(b) == h)))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let program = Program {
-        prerecorded: PRERECORD.unwrap_or(commands.len() > 2 * copies),
+        prerecorded: PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), inputs.len(), fresh.len())),
         commands,
         _held: state.held.drain().map(|(_, h)| h).collect(),
         inputs: input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect(),

@@ -155,6 +155,7 @@ kernels! {
     copy_dynamic_b4 => "shaders/copy.comp", "T" = "uint", "DYNAMIC_OFFSET" = "1";
     copy_dynamic_b8 => "shaders/copy.comp", "T" = "uint64_t", "DYNAMIC_OFFSET" = "1";
     dynamic_offset => "shaders/dynamic_offset.comp";
+    copy_multi => "shaders/copy_multi.comp";
 
     fill_b1 => "shaders/fill.comp", "T" = "uint8_t", "ELEM_BYTES" = "1";
     fill_b2 => "shaders/fill.comp", "T" = "uint16_t", "ELEM_BYTES" = "2";
