@@ -547,10 +547,21 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
                         format!("T t{k} = T(a{k});"),
                     )
                 };
+                // Element r of the fold: its index j, the prologue at j, the fold. With one reduced
+                // dim (the common case) the elements lie a stride apart: no index decoding, and
+                // four elements a step, each in its own scope, so their loads can go out before
+                // they fold (the same folds in the same order as the loop: the same sums, bit for bit).
+                let step = |j: &str| format!("{{\n      uint j = {j};\n{prologue}      a{k} = {fold};\n    }}");
+                let strided_at = |r: &str| format!("uint(int(base{k}) + int({r}) * s{k})");
+                let unrolled: String = ["r", "r + 1u", "r + 2u", "r + 3u"].iter().map(|r| step(&strided_at(r))).collect();
                 format!(
                     "{acc} a{k} = {start};\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
-                     for (uint r = 0; r < pc[1]; ++r) {{\n      uint j = strided(r, pc[3], 17, 23, base{k});\n\
-                     {prologue}      a{k} = {fold};\n    }}\n    {result}"
+                     if (pc[3] == 1u) {{\n    int s{k} = int(pc[23]);\n    uint r = 0u;\n    \
+                     for (; r + 4u <= pc[1]; r += 4u) {{\n    {unrolled}\n    }}\n    \
+                     for (; r < pc[1]; ++r) {}\n    }} else {{\n    \
+                     for (uint r = 0u; r < pc[1]; ++r) {}\n    }}\n    {result}",
+                    step(&strided_at("r")),
+                    step(&format!("strided(r, pc[3], 17, 23, base{k})")),
                 )
             }
         };
