@@ -813,13 +813,48 @@ defmodule Nx.Vulkan.CompilerTest do
       end
 
       args_for = fn k ->
-        for(i <- 0..9, do: Nx.iota({3, 5 + i}, type: :f32) |> Nx.multiply(0.25 * (k + i)) |> Nx.sin())
+        for(
+          i <- 0..9,
+          do: Nx.iota({3, 5 + i}, type: :f32) |> Nx.multiply(0.25 * (k + i)) |> Nx.sin()
+        )
         |> List.to_tuple()
       end
 
       info = Nx.Vulkan.program_info(fun, [args_for.(0)])
       assert %{prerecorded: true, replay_copies: 20} = info
       assert_same(fun, for(k <- 0..2, do: [args_for.(k)]))
+    end
+
+    test "with per-command GPU timing a replay is queued command by command, with the same results" do
+      # A short program (recorded again at each call, not pre-recorded): one queue entry
+      # normally; while timing each command, its commands one by one, each kernel timed on its own.
+      fun = fn x, y -> x |> Nx.multiply(y) |> Nx.sum(axes: [0]) |> Nx.dot(y) end
+      x = Nx.iota({6, 5}, type: :f32) |> Nx.divide(7) |> Nx.sin()
+      y = Nx.iota({5}, type: :f32) |> Nx.add(1) |> Nx.log()
+      compiled = Nx.Defn.jit(fun, compiler: Nx.Vulkan)
+      assert %{prerecorded: false} = Nx.Vulkan.program_info(fun, [x, y])
+      expected = Nx.to_binary(compiled.(x, y))
+      Nx.Vulkan.flush()
+      Nx.Vulkan.set_gpu_timing(true)
+
+      try do
+        Nx.Vulkan.take_kernel_times()
+        s0 = Nx.Vulkan.stats()
+        timed = compiled.(x, y)
+        assert Nx.to_binary(timed) == expected
+        s1 = Nx.Vulkan.stats()
+        times = Nx.Vulkan.take_kernel_times()
+        # Every command of the program, and the read's copy, timed on its own.
+        {commands, _ns} =
+          times |> Map.values() |> Enum.reduce({0, 0}, fn {c, n}, {ca, na} -> {ca + c, na + n} end)
+
+        assert commands == s1.recorded - s0.recorded
+        assert commands > 2
+      after
+        Nx.Vulkan.set_gpu_timing(false)
+      end
+
+      assert Nx.to_binary(compiled.(x, y)) == expected
     end
 
     test "deallocating arguments and results leaves the program intact" do

@@ -652,10 +652,7 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
     // With per-command GPU timing on, the commands go through the queue one by one, so that each
     // kernel's time is its own (bench/program_times.exs).
     let substitutes = program.substitutes(&replay);
-    let swap = |b: &Subbuffer<[u8]>| {
-        let h = handle(b);
-        substitutes.iter().find(|(k, _)| *k == h).map_or_else(|| b.clone(), |(_, s)| (*s).clone())
-    };
+    let swap = |b: &Subbuffer<[u8]>| queue::substitute(&substitutes, b).clone();
     let mut commands = Vec::with_capacity(program.commands.len());
     for command in &program.commands {
         commands.push(match command {

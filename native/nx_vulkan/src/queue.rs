@@ -652,7 +652,7 @@ unsafe fn record_direct(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
 }
 
 /// The buffer a replay binds in place of the captured `buffer` (itself when it is an intermediate).
-fn substitute<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], buffer: &'r Subbuffer<[u8]>) -> &'r Subbuffer<[u8]> {
+pub fn substitute<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], buffer: &'r Subbuffer<[u8]>) -> &'r Subbuffer<[u8]> {
     let h = handle(buffer);
     substitutes.iter().find(|(k, _)| *k == h).map_or(buffer, |(_, s)| s)
 }
