@@ -59,4 +59,39 @@ bad =
       do: run.(label, &Nx.conv(&1, &2, opts), [ints.(x, 3, :f32), ints.(k, 4, :f32)])
     )
 
+# Compiled programs on a GPU: pre-recorded (arguments and results copied by copy_multi.comp)
+# while the copies are small, recorded again at every call once the arguments are large (one
+# function, two sizes); bit for bit the Evaluator's either way.
+compiled = fn label, f, args, prerecorded ->
+  info = Nx.Vulkan.program_info(f, args)
+
+  expected =
+    apply(Nx.Defn.jit(f), args)
+    |> List.wrap()
+    |> Nx.Defn.Composite.flatten_list()
+    |> Enum.map(&Nx.to_binary/1)
+
+  got =
+    apply(Nx.Defn.jit(f, compiler: Nx.Vulkan), args)
+    |> List.wrap()
+    |> Nx.Defn.Composite.flatten_list()
+    |> Enum.map(&Nx.to_binary/1)
+
+  same = expected == got and info.prerecorded == prerecorded
+  IO.puts("#{label}: #{if same, do: "equal", else: "MISMATCH"} prerecorded #{info.prerecorded}")
+  if same, do: 0, else: 1
+end
+
+reductions = fn x ->
+  {Nx.sum(x, axes: [1]), Nx.sum(x, axes: [0]), Nx.reduce_max(x, axes: [1]),
+   Nx.reduce_min(x, axes: [0]), Nx.sum(x)}
+end
+
+bad =
+  bad ++
+    [
+      compiled.("program, small arguments", reductions, [ints.({64, 32}, 5, :f32)], true),
+      compiled.("program, a 32 MiB argument", reductions, [ints.({4096, 2048}, 6, :f32)], false)
+    ]
+
 IO.puts("variants: #{Enum.sum(bad)} mismatches")

@@ -45,16 +45,25 @@ static PRERECORD: Lazy<Option<bool>> = Lazy::new(|| match std::env::var("NXV_PRE
 /// its `outputs` results out (queue::record_copies: a dispatch per 8 buffers each way); one
 /// recorded again costs the GPU thread every command's recording first. GPUs: pre-recorded past
 /// twice as many commands as copy dispatches (H200, MNIST step, 23 commands: vkCmdDispatch alone
-/// took 1.3-1.6 us to record, the replay's recording 65-70 us a step against 15 pre-recorded).
-/// CPU devices: past twice as many commands as buffers copied (lavapipe's MNIST step, 17
-/// commands and 11 buffers, measured 6.9-11.3 ms a step recorded again, 12.2-15.1 pre-recorded).
-fn worth_prerecording(commands: usize, inputs: usize, outputs: usize) -> bool {
+/// took 1.3-1.6 us to record, the replay's recording 65-70 us a step against 15 pre-recorded),
+/// and while the copies move at most COPY_BYTES_PER_COMMAND per command: copying large arguments
+/// at every call costs more than recording (64 MiB read and written is ~40 us at the H200's
+/// ~3.5 TB/s, some 20 dispatches' recording). CPU devices: past twice as many commands as buffers
+/// copied (lavapipe's MNIST step, 17 commands and 11 buffers, measured 6.9-11.3 ms a step
+/// recorded again, 12.2-15.1 pre-recorded).
+fn worth_prerecording(commands: usize, inputs: &[(u64, u64)], outputs: &[(u64, u64)]) -> bool {
     if crate::policy::cpu_device() {
-        commands > 2 * (inputs + outputs)
+        commands > 2 * (inputs.len() + outputs.len())
     } else {
-        commands > 2 * (queue::copy_dispatches(inputs) + queue::copy_dispatches(outputs))
+        let copied: u64 = inputs.iter().chain(outputs).map(|&(_, bytes)| bytes).sum();
+        commands > 2 * (queue::copy_dispatches(inputs.len()) + queue::copy_dispatches(outputs.len()))
+            && copied <= commands as u64 * COPY_BYTES_PER_COMMAND
     }
 }
+
+/// Bytes a pre-recorded replay may copy per command it saves recording (GPUs): ~4 MiB moves in
+/// about the 2 us a dispatch takes to record on the H200.
+const COPY_BYTES_PER_COMMAND: u64 = 4 << 20;
 
 /// Captures in progress, in any process: while zero, `scope` and the hooks cost one load.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -430,11 +439,12 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         .map(|&(h, _)| outputs.iter().find_map(|o| o.get().ok().filter(|b| handle(b) == h)))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
+    let inputs_sized: Vec<(u64, u64)> = input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect();
     let program = Program {
-        prerecorded: PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), inputs.len(), fresh.len())),
+        prerecorded: PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), &inputs_sized, &fresh)),
         commands,
         _held: state.held.drain().map(|(_, h)| h).collect(),
-        inputs: input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect(),
+        inputs: inputs_sized,
         placeholders: inputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
         output_buffers,
         fresh,
