@@ -38,7 +38,7 @@ ops = [
 
 IO.puts("device #{Nx.Vulkan.Device.info().name}")
 for {name, f} <- ops, do: run.(name, f)
-run.("alloc_buffer NIF", fn -> Nx.Vulkan.Native.alloc_buffer(16) end)
+run.("alloc_buffer NIF", fn -> Nx.Vulkan.Native.alloc_buffer(16, 0) end)
 s = Nx.Vulkan.stats()
 
 IO.puts(

@@ -17,7 +17,11 @@ shape = {opts[:batch] || 32, 784, opts[:hidden] || 128, 10}
 steps = opts[:steps] || 50
 {params, x, labels} = MNISTMLP.inputs(shape, Nx.Vulkan.Backend)
 step = Nx.Defn.compile(&MNISTMLP.step/3, [params, x, labels], compiler: Nx.Vulkan)
-run = fn -> {loss, _grads} = step.(params, x, labels); Nx.to_number(loss) end
+
+run = fn ->
+  {loss, _grads} = step.(params, x, labels)
+  Nx.to_number(loss)
+end
 
 for _ <- 1..10, do: run.()
 Nx.Vulkan.flush()

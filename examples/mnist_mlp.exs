@@ -15,6 +15,16 @@ defmodule MNISTMLP do
     -Nx.mean(Nx.sum(labels * log_probs, axes: [1]))
   end
 
+  @doc "Class probabilities of a batch (inference: the forward pass and a softmax)."
+  defn predict({w1, b1, w2, b2}, x) do
+    batch = Nx.axis_size(x, 0)
+    h = x |> Nx.reshape({batch, :auto}) |> Nx.dot(w1) |> Nx.add(b1) |> Nx.max(0)
+    logits = h |> Nx.dot(w2) |> Nx.add(b2)
+    shifted = logits - Nx.reduce_max(logits, axes: [1], keep_axes: true)
+    exp = Nx.exp(shifted)
+    exp / Nx.sum(exp, axes: [1], keep_axes: true)
+  end
+
   defn step(params, x, labels) do
     value_and_grad(params, &loss(&1, x, labels))
   end

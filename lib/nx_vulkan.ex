@@ -154,14 +154,18 @@ defmodule Nx.Vulkan do
   @max_batch_max 2 ** 63 - 1
 
   @doc """
-  Every Vulkan device with a compute queue, as `%{index: i, name: name, type: type}`; `index` is
-  what `NXV_DEVICE` takes. The one in use is `Nx.Vulkan.Device.info/0`.
+  The devices this VM can use, as `%{index: i, name: name, type: type}`: every Vulkan device
+  with a compute queue (`index` is what `NXV_DEVICE` and `{Nx.Vulkan.Backend, device: i}`
+  take; devices other than the default open only if they are of the default's model), or, with
+  `NXV_LOGICAL_DEVICES=n`, n logical devices 0..n-1 opened on the default GPU (each with its own
+  queue, GPU thread, buffer pool and pipelines: how the multi-device paths are tested on one
+  GPU). The default is `Nx.Vulkan.Device.info/0`.
   """
   @spec devices() :: [map]
   def devices, do: Nx.Vulkan.Device.info().devices
 
   @doc """
-  Device memory, in bytes:
+  Device memory of `device` (default: the default device), in bytes:
 
     * `:live` - held by tensors;
     * `:pooled` - idle in the buffer pool, for reuse;
@@ -173,9 +177,9 @@ defmodule Nx.Vulkan do
     * `:queued_commands`, `:queued_bytes` - commands recorded and not yet retired, and the bytes
       they write, against the pending queue's bound (`set_pending_limits/1`).
   """
-  @spec memory() :: map
-  def memory do
-    s = stats()
+  @spec memory(non_neg_integer | nil) :: map
+  def memory(device \\ nil) do
+    s = stats(device)
 
     %{
       live: s.live_bytes,
@@ -190,7 +194,7 @@ defmodule Nx.Vulkan do
 
   @doc "Starts `memory/0`'s peak (and `stats/0`'s `peak_bytes`) again from what is in use now."
   @spec reset_peak() :: :ok
-  def reset_peak, do: Native.reset_peak()
+  def reset_peak, do: Native.reset_peak() |> Native.unwrap!()
 
   @doc """
   Sets the device-memory budget: a number of bytes, a float in (0, 1] (that fraction of the
@@ -279,12 +283,13 @@ defmodule Nx.Vulkan do
   @spec check_mode() :: :deferred | :immediate
   def check_mode, do: Process.get(@check_mode_key, :deferred)
 
-  @doc "Submits all pending device work and waits for it."
+  @doc "Submits all pending device work, on every device opened, and waits for it."
   @spec flush() :: :ok
   def flush, do: Native.flush() |> Native.unwrap!()
 
   @doc """
-  Queue, pipeline-cache and memory counters since start: dispatches recorded, submissions,
+  Queue, pipeline-cache and memory counters of `device` (default: the default device; `:device`
+  in the result) since start: dispatches recorded, submissions,
   flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
   (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits (and the time
   spent creating them, `pipeline_create_us`, of which `pipeline_driver_us` inside the driver's
@@ -303,8 +308,14 @@ defmodule Nx.Vulkan do
   `:backpressure` (a producer waiting at the pending queue's bound). The
   batch cap's submissions do not make the caller wait and are not counted; uploads never flush.
   """
-  @spec stats() :: map
-  def stats, do: Native.stats()
+  @spec stats(non_neg_integer | nil) :: map
+  def stats(device \\ nil)
+  def stats(nil), do: Native.stats(nil) |> Native.unwrap!()
+
+  def stats(device) when is_integer(device) do
+    Nx.Vulkan.Device.info(device)
+    Native.stats(device) |> Native.unwrap!()
+  end
 
   @doc """
   Turns GPU timestamps on (`true`: after every command, which also gives `take_kernel_times/0`;

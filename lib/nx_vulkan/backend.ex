@@ -42,10 +42,17 @@ defmodule Nx.Vulkan.Backend do
 
   ## Options
 
-    * `:device` - the device index; must be the index of the device this VM runs on (chosen at
-      start with `NXV_DEVICE`), since one Vulkan context serves the whole VM. Unknown options
-      and any other `:device` raise `ArgumentError`, also when given to creation functions
-      (`Nx.tensor(..., backend: {Nx.Vulkan.Backend, opts})`).
+    * `:device` - the index of the device (`Nx.Vulkan.devices/0`) that creation functions and
+      transfers place tensors on; default: the default device (`NXV_DEVICE`). Each device has
+      its own context, queue, GPU thread and buffer pool, so devices work in parallel. An op
+      runs on the device of its tensors; tensors on different devices in one op raise
+      `ArgumentError` naming both (move one with `Nx.backend_transfer(t, {Nx.Vulkan.Backend,
+      device: i})`, which goes through the host). Numbers in an op become constants on the
+      calling process's default backend: a process working on device `i` sets
+      `Nx.default_backend({Nx.Vulkan.Backend, device: i})` (Nx.Defn's Evaluator makes a
+      function's constants there too). Unknown options and indices this VM cannot use raise
+      `ArgumentError`, also when given to creation functions (`Nx.tensor(..., backend:
+      {Nx.Vulkan.Backend, opts})`).
 
   ## Inspect
 
@@ -76,43 +83,110 @@ defmodule Nx.Vulkan.Backend do
     opts
   end
 
-  # One Vulkan context serves the whole VM, on the device NXV_DEVICE picked at start: the only
-  # valid :device is that device's index.
+  # A :device is an index of Nx.Vulkan.devices/0 that opens (another model than the default's
+  # raises there, saying why).
   defp check_device!(device) do
-    %{index: active, name: name, devices: devices} = Nx.Vulkan.Device.info()
+    devices = Nx.Vulkan.devices()
 
-    if device !== active do
-      other =
-        case Enum.find(devices, &(&1.index === device)) do
-          %{name: other} ->
-            "; device #{device} (#{other}) is chosen at start, with NXV_DEVICE=#{device}"
-
-          nil ->
-            "; the devices are " <> Enum.map_join(devices, ", ", &"#{&1.index} (#{&1.name})")
-        end
-
+    if is_integer(device) and Enum.any?(devices, &(&1.index === device)) do
+      Nx.Vulkan.Device.info(device)
+      :ok
+    else
       raise ArgumentError,
-            "Nx.Vulkan.Backend's :device must be #{active}, the index of the device this VM " <>
-              "runs on (#{name})#{other}; got: #{inspect(device)}"
+            "Nx.Vulkan.Backend's :device must be the index of one of this VM's devices: " <>
+              Enum.map_join(devices, ", ", &"#{&1.index} (#{&1.name})") <>
+              " (NXV_LOGICAL_DEVICES=n opens n logical devices on the default one); got: " <>
+              inspect(device)
     end
   end
 
   # Creation callbacks get the backend options straight from Nx (Nx.tensor(..., backend:
-  # {Nx.Vulkan.Backend, opts}) does not call init/1): they are checked there too.
-  defp check_options!([]), do: :ok
-  defp check_options!(opts), do: init(opts)
+  # {Nx.Vulkan.Backend, opts}) does not call init/1): they are checked there too. Returns the
+  # device index they name.
+  defp device!([]), do: Nx.Vulkan.Device.default_index()
+
+  defp device!(opts) do
+    init(opts)
+    Keyword.get_lazy(opts, :device, &Nx.Vulkan.Device.default_index/0)
+  end
+
+  # Where a tensor of another backend that reaches an op goes: the device of the calling
+  # process's default backend.
+  defp upload_device do
+    case Nx.default_backend() do
+      {__MODULE__, opts} -> Keyword.get_lazy(opts, :device, &Nx.Vulkan.Device.default_index/0)
+      _ -> Nx.Vulkan.Device.default_index()
+    end
+  end
+
+  @doc false
+  # The device index a tensor of this backend lives on (one of another node's: where an op here
+  # uploads it).
+  def device_of(%T{data: %__MODULE__{ref: ref}}) when node(ref) == node(),
+    do: Native.buffer_device(ref)
+
+  def device_of(%T{data: %__MODULE__{}}), do: upload_device()
+
+  defp on_device?(%T{data: %__MODULE__{ref: ref}} = t, device),
+    do: node(ref) == node() and device_of(t) == device
+
+  ## Tensors of other nodes
+  #
+  # A tensor's buffer is a NIF resource of the node that made it; sent to another node it is a
+  # plain reference there (naming its node), and back home it is the resource again. Another
+  # node reads it through the owner (Erlang distribution), and an op there uploads what it read.
+  # The owner frees the buffer once no process of its own holds the tensor: one sent away and
+  # then dropped at home cannot be read any more, which raises saying how to send host tensors
+  # instead (Nx.Serving's distributed_postprocessing, as with EXLA).
+
+  defp fetch_from_owner(%T{data: %__MODULE__{ref: ref}} = t, limit) do
+    owner = node(ref)
+
+    try do
+      :erpc.call(owner, __MODULE__, :read_for_node, [t, limit])
+    catch
+      :error, {:erpc, reason} ->
+        raise Nx.Vulkan.Error,
+              "this tensor lives on node #{owner}'s Vulkan device, which cannot be reached " <>
+                "(#{inspect(reason)}); transfer tensors to the host (Nx.backend_transfer(t, " <>
+                "Nx.BinaryBackend)) before sending them to another node"
+    end
+    |> case do
+      {:ok, binary} ->
+        binary
+
+      :gone ->
+        raise ArgumentError,
+              "this tensor lived on node #{owner}'s Vulkan device and was freed there (no " <>
+                "process on #{owner} holds it any more); send host tensors to other nodes: " <>
+                "Nx.backend_transfer(t, Nx.BinaryBackend) before sending, or " <>
+                "Nx.Serving.distributed_postprocessing(serving, &Nx.backend_transfer(&1, " <>
+                "Nx.BinaryBackend)) for a serving's results"
+    end
+  end
+
+  @doc false
+  # On the owner: `limit` elements of a tensor another node asks for, or :gone when its buffer
+  # was freed here (the reference no longer names a resource).
+  def read_for_node(%T{data: %__MODULE__{ref: ref}} = t, limit) do
+    Native.byte_size(ref)
+    {:ok, read_binary(t, limit, :download)}
+  rescue
+    e in ArgumentError ->
+      if Exception.message(e) == "argument error", do: :gone, else: reraise(e, __STACKTRACE__)
+  end
 
   # Tensors are immutable, so small constants (defn materialises the same scalars every step)
   # are filled once and shared: see Nx.Vulkan.ConstantCache.
   @impl true
   def constant(%T{type: type, shape: shape} = out, number, opts) do
-    check_options!(opts)
+    device = device!(opts)
     # Floats by their bits: 0.0 and -0.0 are equal terms on OTP 25 but different constants.
-    key = {type, shape, if(is_float(number), do: <<number::float>>, else: number)}
+    key = {type, shape, if(is_float(number), do: <<number::float>>, else: number), device}
 
     case Nx.Vulkan.ConstantCache.get(key) do
       nil ->
-        t = fill_constant(out, number, opts)
+        t = fill_constant(out, number, opts, device)
 
         case t.data do
           %__MODULE__{} = data ->
@@ -142,18 +216,19 @@ defmodule Nx.Vulkan.Backend do
   defp constant_cast?({from, _}, {to, _}) when from in [:s, :u] and to in [:s, :u], do: true
   defp constant_cast?(_, _), do: false
 
-  defp fill_constant(%T{type: type} = out, number, opts) do
+  defp fill_constant(%T{type: type} = out, number, opts, device) do
     case elem_bytes(type) do
       bytes when bytes in [1, 2, 4, 8] ->
         <<bits::unsigned-little-size(bytes * 8)>> =
           Nx.BinaryBackend.constant(%{out | shape: {}}, number, []) |> Nx.BinaryBackend.to_binary(1)
 
-        Native.fill(bytes, Nx.size(out), bits) |> result(out, :constant, [out, number, opts])
+        Native.fill(bytes, Nx.size(out), bits, device)
+        |> result(out, :constant, [out, number, opts])
 
       _ ->
         # c128 (no 16-byte fill kernel): upload the one value, broadcast it with stride 0.
         scalar = Nx.BinaryBackend.constant(%{out | shape: {}}, number, [])
-        one = from_binary(scalar, Nx.BinaryBackend.to_binary(scalar, 1), [])
+        one = from_binary(scalar, Nx.BinaryBackend.to_binary(scalar, 1), device: device)
 
         view(out, one, 0, List.duplicate(0, tuple_size(out.shape))) ||
           Fallback.run(:constant, "no fill kernel for #{Nx.Type.to_string(type)}", [
@@ -166,8 +241,8 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def from_binary(%T{} = out, binary, opts) do
-    check_options!(opts)
-    binary |> pad_to_bytes() |> Native.upload() |> Native.unwrap!() |> wrap(out)
+    device = device!(opts)
+    binary |> pad_to_bytes() |> Native.upload(device) |> Native.unwrap!() |> wrap(out)
   end
 
   defp pad_to_bytes(binary) when is_binary(binary), do: binary
@@ -179,20 +254,20 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def eye(%T{shape: shape, type: type} = out, opts) do
-    check_options!(opts)
+    device = device!(opts)
     rank = tuple_size(shape)
     cols = elem(shape, rank - 1)
     rows = elem(shape, rank - 2)
     ct = index_type(type)
 
-    Native.iota(ct, Nx.size(shape), cols, rows, true)
+    Native.iota(ct, Nx.size(shape), cols, rows, true, device)
     |> result(%{out | type: ct}, :eye, [out, opts])
     |> cast(type)
   end
 
   @impl true
   def iota(%T{shape: shape, type: type} = out, axis, opts) do
-    check_options!(opts)
+    device = device!(opts)
 
     {inner, dim} =
       case axis do
@@ -205,7 +280,7 @@ defmodule Nx.Vulkan.Backend do
 
     ct = index_type(type)
 
-    Native.iota(ct, Nx.size(shape), inner, dim, false)
+    Native.iota(ct, Nx.size(shape), inner, dim, false, device)
     |> result(%{out | type: ct}, :iota, [out, axis, opts])
     |> cast(type)
   end
@@ -222,6 +297,10 @@ defmodule Nx.Vulkan.Backend do
   @doc false
   # A whole tensor read for `reason` (:download, or :fallback from the host fallback).
   def read_binary(t, reason), do: read_binary(t, Nx.flat_size(t), reason)
+
+  # A tensor of another node: fetched from the node that owns it.
+  defp read_binary(%T{data: %__MODULE__{ref: ref}} = t, limit, _reason) when node(ref) != node(),
+    do: fetch_from_owner(t, min(limit, Nx.flat_size(t)))
 
   defp read_binary(%T{type: {_, bits}} = t, limit, reason) do
     limit = min(limit, Nx.flat_size(t))
@@ -255,15 +334,32 @@ defmodule Nx.Vulkan.Backend do
   @doc false
   def to_binary(t), do: read_binary(t, :download)
 
+  # To another device of this backend, through the host (a download and an upload).
   @impl true
-  def backend_copy(%T{} = t, __MODULE__, _opts), do: copy(t)
+  def backend_copy(%T{} = t, __MODULE__, opts) do
+    device = device!(opts)
+
+    if on_device?(t, device),
+      do: copy(t),
+      else: from_binary(t, to_binary(t), device: device)
+  end
+
   def backend_copy(%T{} = t, backend, opts), do: backend.from_binary(t, to_binary(t), opts)
 
-  # Nx documents a transfer as a copy and a deallocation: transferred away, the tensor frees its
-  # device memory (the copy has been downloaded by then) and later use raises, as on EXLA. Shared
-  # constants ignore the deallocation, so their other users are unaffected.
+  # Nx documents a transfer as a copy and a deallocation: transferred away (to another backend
+  # or device), the tensor frees its device memory (the copy has been downloaded by then) and
+  # later use raises, as on EXLA. Shared constants ignore the deallocation, so their other users
+  # are unaffected.
   @impl true
-  def backend_transfer(%T{} = t, __MODULE__, _opts), do: t
+  def backend_transfer(%T{} = t, __MODULE__, opts) do
+    if on_device?(t, device!(opts)) do
+      t
+    else
+      copy = backend_copy(t, __MODULE__, opts)
+      backend_deallocate(t)
+      copy
+    end
+  end
 
   def backend_transfer(%T{} = t, backend, opts) do
     copy = backend_copy(t, backend, opts)
@@ -274,7 +370,11 @@ defmodule Nx.Vulkan.Backend do
   # Frees the device memory now (back to the pool; work already queued is unaffected). Views of
   # the same buffer (reshape, squeeze, bitcast) go with it; cached constants are never freed.
   @impl true
-  def backend_deallocate(%T{data: %__MODULE__{ref: ref}}), do: Native.deallocate(ref)
+  def backend_deallocate(%T{data: %__MODULE__{ref: ref}}) when node(ref) == node(),
+    do: Native.deallocate(ref)
+
+  # Another node's tensor is its owner's to free.
+  def backend_deallocate(%T{data: %__MODULE__{}}), do: :ok
 
   # A Stream, as Nx documents and the BinaryBackend returns: each batch is sliced on the device
   # when the stream reaches it. With leftover: :repeat the last batch wraps around (the tail of
@@ -344,8 +444,8 @@ defmodule Nx.Vulkan.Backend do
   ## Shape: strided copies
 
   @impl true
-  def transpose(out, %T{data: %__MODULE__{constant: value}}, _axes) when value != nil,
-    do: constant(out, value, [])
+  def transpose(out, %T{data: %__MODULE__{constant: value}} = t, _axes) when value != nil,
+    do: constant(out, value, device: device_of(t))
 
   def transpose(%T{} = out, %T{shape: shape} = t, axes) do
     strides = contiguous_strides(shape)
@@ -353,8 +453,9 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def broadcast(out, %T{data: %__MODULE__{constant: value}}, _shape, _axes) when value != nil,
-    do: constant(out, value, [])
+  def broadcast(out, %T{data: %__MODULE__{constant: value}} = t, _shape, _axes)
+      when value != nil,
+      do: constant(out, value, device: device_of(t))
 
   def broadcast(%T{shape: out_shape} = out, %T{shape: shape} = t, _shape, axes) do
     strides = contiguous_strides(shape)
@@ -422,7 +523,7 @@ defmodule Nx.Vulkan.Backend do
   def concatenate(%T{shape: out_shape, type: type} = out, tensors, axis) do
     with bytes when bytes != nil <- move_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
-         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
+         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes, tensors_device(tensors)) do
       out_strides = contiguous_strides(out_shape)
 
       # An empty input (0 along the axis) has nothing to copy.
@@ -446,7 +547,7 @@ defmodule Nx.Vulkan.Backend do
   def stack(%T{shape: out_shape, type: type} = out, tensors, axis) do
     with bytes when bytes != nil <- move_bytes(type),
          tensors = Enum.map(tensors, &cast(&1, type)),
-         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes) do
+         {:ok, dst} <- Native.alloc_buffer(Nx.size(out) * bytes, tensors_device(tensors)) do
       out_strides = contiguous_strides(out_shape)
       # Each input fills one index of the new axis: skip that axis in the output strides.
       dst_strides = out_strides |> Tuple.delete_at(axis) |> Tuple.to_list()
@@ -543,6 +644,14 @@ defmodule Nx.Vulkan.Backend do
   defp fallback_unless_error({:error, {:unsupported, _}}, op, args), do: fallback(op, args)
   defp fallback_unless_error(error, _op, _args), do: Native.unwrap!(error)
 
+  # The padded tensor's initial contents: the pad value everywhere, on `t`'s device (a number's
+  # constant is filled there; any other scalar broadcast by a view: its own device).
+  defp pad_fill(out, %T{data: %__MODULE__{constant: value}}, t) when value != nil,
+    do: fill_constant(out, value, [], device_of(t))
+
+  defp pad_fill(%T{shape: out_shape} = out, pad_value, _t),
+    do: view(out, pad_value, 0, List.duplicate(0, tuple_size(out_shape)))
+
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do
     check_padded_shape!(out_shape, shape, config)
@@ -551,7 +660,7 @@ defmodule Nx.Vulkan.Backend do
          bytes when bytes != nil <- move_bytes(type),
          # Fill by broadcasting the scalar pad value (stride 0 everywhere): no host round trip.
          %T{data: %__MODULE__{ref: dst}} <-
-           view(out, cast(pad_value, type), 0, List.duplicate(0, tuple_size(out_shape))) do
+           pad_fill(out, cast(pad_value, type), t) do
       out_strides = contiguous_strides(out_shape)
       in_strides = contiguous_strides(shape)
 
@@ -591,7 +700,7 @@ defmodule Nx.Vulkan.Backend do
 
       wrap(dst, out)
     else
-      true -> empty(out)
+      true -> empty(out, tensors_device([t]))
       _ -> fallback(:pad, [out, t, pad_value, config])
     end
   end
@@ -617,7 +726,7 @@ defmodule Nx.Vulkan.Backend do
   def as_type(%T{type: to} = out, %T{type: from, data: %__MODULE__{constant: value}} = t)
       when value != nil do
     if constant_cast?(from, to),
-      do: constant(out, value, []),
+      do: constant(out, value, device: device_of(t)),
       else: as_type(out, %{t | data: %{t.data | constant: nil}})
   end
 
@@ -763,7 +872,7 @@ defmodule Nx.Vulkan.Backend do
 
       _ when division? ->
         b = on_device(b)
-        zero = constant(%{b | shape: {}, names: []}, 0, [])
+        zero = constant(%{b | shape: {}, names: []}, 0, device: device_of(b))
         {Nx.any(Nx.equal(b, zero)), integer_operand_error(op)}
 
       _ when kind == :s ->
@@ -896,7 +1005,7 @@ defmodule Nx.Vulkan.Backend do
 
   def select(out, pred, on_true, on_false) do
     # Any other predicate type: compare with zero on the device first.
-    zero = constant(%{pred | shape: {}}, 0, [])
+    zero = constant(%{pred | shape: {}}, 0, device: tensors_device([pred]))
     select(out, not_equal(%{pred | type: {:u, 8}}, pred, zero), on_true, on_false)
   end
 
@@ -928,7 +1037,7 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = t, opts) do
       if zero_size?(t),
-        do: constant(out, reduction_identity(unquote(op), type), []),
+        do: constant(out, reduction_identity(unquote(op), type), device: tensors_device([t])),
         else: reduce_on_device(unquote(op), out, t, opts)
     end
   end
@@ -969,7 +1078,7 @@ defmodule Nx.Vulkan.Backend do
     column_block = max(div(fit, row_block), 1)
     combine = if op == :sum, do: &Nx.add/2, else: &Nx.multiply/2
 
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([t], fn ->
       matrix = kept_by_reduced(t, axes)
 
       row_results =
@@ -996,7 +1105,8 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     def unquote(op)(%T{type: type} = out, %T{} = t, window, opts) do
       if zero_size?(t),
-        do: constant(out, reduction_identity(unquote(reduction), type), []),
+        do:
+          constant(out, reduction_identity(unquote(reduction), type), device: tensors_device([t])),
         else: unquote(:"device_#{op}")(out, t, window, opts)
     end
 
@@ -1060,12 +1170,12 @@ defmodule Nx.Vulkan.Backend do
   # Over an empty axis: all is true, any false.
   defp logical_reduce(op, %T{} = out, %T{shape: shape} = t, opts) do
     if zero_size?(t),
-      do: constant(out, if(op == :reduce_min, do: 1, else: 0), []),
+      do: constant(out, if(op == :reduce_min, do: 1, else: 0), device: tensors_device([t])),
       else: logical_reduce_on_device(op, out, t, shape, opts)
   end
 
   defp logical_reduce_on_device(op, out, t, shape, opts) do
-    zero = constant(%{t | shape: {}}, 0, [])
+    zero = constant(%{t | shape: {}}, 0, device: tensors_device([t]))
     nonzero = not_equal(%{t | type: {:u, 8}}, t, zero)
     apply(__MODULE__, op, [%{out | type: {:u, 8}}, nonzero, [axes: opts[:axes] || Nx.axes(shape)]])
   end
@@ -1160,7 +1270,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def imag(out, %T{type: {:c, _}} = t), do: complex_part(out, t, 1, :imag)
-  def imag(out, _t), do: constant(out, 0, [])
+  def imag(out, t), do: constant(out, 0, device: tensors_device([t]))
 
   defp complex_part(out, %T{shape: shape} = t, offset, op) do
     strides = shape |> contiguous_strides() |> Tuple.to_list() |> Enum.map(&(&1 * 2))
@@ -1174,7 +1284,8 @@ defmodule Nx.Vulkan.Backend do
   def is_infinity(out, t), do: classify(:is_infinity, out, t)
 
   # Integers are never NaN or infinite; complex inputs go to the host.
-  defp classify(_op, out, %T{type: {kind, _}}) when kind in [:s, :u], do: constant(out, 0, [])
+  defp classify(_op, out, %T{type: {kind, _}} = t) when kind in [:s, :u],
+    do: constant(out, 0, device: tensors_device([t]))
 
   defp classify(op, out, %T{type: {:c, _} = type} = t) do
     Native.complex_real(op, type, ref!(t), Nx.size(t)) |> result(out, op, [out, t])
@@ -1188,7 +1299,7 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def dot(%T{type: {:c, _}} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([a, b], fn ->
       real = part_type(out)
       {ar, ai} = parts(a, real)
       {br, bi} = parts(b, real)
@@ -1200,7 +1311,7 @@ defmodule Nx.Vulkan.Backend do
   # Contracting an empty axis (zero-size operands, a non-empty result) sums nothing: zeros.
   def dot(out, a, a_contract, a_batch, b, b_contract, b_batch) do
     if zero_size?(a) or zero_size?(b),
-      do: constant(out, 0, []),
+      do: constant(out, 0, device: tensors_device([a, b])),
       else: device_dot(out, a, a_contract, a_batch, b, b_contract, b_batch)
   end
 
@@ -1256,7 +1367,7 @@ defmodule Nx.Vulkan.Backend do
         true -> {cols, 1}
       end
 
-    zero = constant(%{a | shape: {}, names: []}, 0, [])
+    zero = constant(%{a | shape: {}, names: []}, 0, device: tensors_device([a]))
     singular = a |> Nx.take_diagonal() |> Nx.equal(zero) |> Nx.any()
 
     Native.triangular_solve(
@@ -1280,7 +1391,7 @@ defmodule Nx.Vulkan.Backend do
   # Sums run in the dot's order, not the BinaryBackend's.
   @impl true
   def conv(%T{type: {:c, _}} = out, t, k, opts) do
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([t, k], fn ->
       real = part_type(out)
       {tr, ti} = parts(t, real)
       {kr, ki} = parts(k, real)
@@ -1299,7 +1410,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   def conv(out, t, k, opts) do
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([t, k], fn ->
       if opts[:batch_group_size] == 1,
         do: im2col_conv(out, t, k, opts),
         else: batch_grouped_conv(out, t, k, opts)
@@ -1389,7 +1500,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp patches_conv(%T{type: type} = out, t, k, {input, kernel}, opts) do
-    zero = constant(%T{type: type, shape: {}, names: []}, 0, [])
+    zero = constant(%T{type: type, shape: {}, names: []}, 0, device: tensors_device([t, k]))
     k = Nx.pad(k, zero, [{0, 0, 0}, {0, 0, 0} | Enum.map(opts[:kernel_dilation], &{0, 0, &1 - 1})])
 
     spatial_padding =
@@ -1479,7 +1590,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp complex_sum(out, t, opts) do
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([t], fn ->
       {re, im} = parts(t, part_type(out))
       sum_opts = [axes: opts[:axes], keep_axes: opts[:keep_axes] || false]
       join(out, Nx.sum(re, sum_opts), Nx.sum(im, sum_opts))
@@ -1493,9 +1604,9 @@ defmodule Nx.Vulkan.Backend do
     len = reduced_length(shape, axes)
 
     if len == 0 do
-      constant(out, 1, [])
+      constant(out, 1, device: tensors_device([t]))
     else
-      Nx.with_default_backend(__MODULE__, fn ->
+      with_device_of([t], fn ->
         result = t |> cast({:c, 128}) |> kept_by_reduced(axes) |> fold_product(len)
         %{out | data: result |> Nx.reshape(out_shape) |> cast(type) |> Map.fetch!(:data)}
       end)
@@ -1551,7 +1662,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp complex_indexed(op, out, target, indices, updates, opts) do
-    Nx.with_default_backend(__MODULE__, fn ->
+    with_device_of([target, indices, updates], fn ->
       real = part_type(out)
       {tr, ti} = parts(target, real)
       {ur, ui} = parts(updates, real)
@@ -1635,17 +1746,17 @@ defmodule Nx.Vulkan.Backend do
           nil
       end
 
-    case reason || fold(out, steps, acc, fun, columns) do
+    case reason || fold(out, steps, acc, fun, columns, tensors_device(args)) do
       %T{} = result -> result
       reason -> Fallback.run(op, reason, args)
     end
   end
 
-  defp fold(%T{shape: out_shape, type: type} = out, steps, acc, fun, columns) do
+  defp fold(%T{shape: out_shape, type: type} = out, steps, acc, fun, columns, device) do
     positions = Nx.size(out_shape)
 
-    Nx.with_default_backend(__MODULE__, fn ->
-      acc = Nx.backend_transfer(acc, __MODULE__)
+    Nx.with_default_backend({__MODULE__, device: device}, fn ->
+      acc = Nx.backend_transfer(acc, {__MODULE__, device: device})
       column = columns.(positions)
 
       folded =
@@ -1695,7 +1806,7 @@ defmodule Nx.Vulkan.Backend do
           ax -> ax
         end)
 
-      Nx.with_default_backend(__MODULE__, fn ->
+      with_device_of([t], fn ->
         x = t |> cast({:c, 128}) |> Nx.rename(nil) |> Nx.transpose(axes: perm)
         len = elem(x.shape, last)
 
@@ -1713,7 +1824,7 @@ defmodule Nx.Vulkan.Backend do
           result = ref |> wrap(x) |> cast(type) |> Nx.transpose(axes: perm)
           %{out | data: result.data, shape: out_shape}
         else
-          false -> constant(out, 0, [])
+          false -> constant(out, 0, device: tensors_device([t]))
           error -> result(error, out, unquote(op), [out, t, opts])
         end
       end)
@@ -1722,8 +1833,17 @@ defmodule Nx.Vulkan.Backend do
 
   ## Block
 
+  # Nx's default implementations (defn functions: cumulative ops, linear algebra...) make tensors
+  # with the process's default backend: on the device of the block's tensors.
   @impl true
-  def block(struct, _output, args, fun), do: apply(fun, [struct | args])
+  def block(struct, _output, args, fun) do
+    device = tensors_device(args)
+
+    if device == Nx.Vulkan.Device.default_index(),
+      do: apply(fun, [struct | args]),
+      else:
+        Nx.with_default_backend({__MODULE__, device: device}, fn -> apply(fun, [struct | args]) end)
+  end
 
   ## Everything else: the host fallback (listed in the README's coverage table)
 
@@ -1770,13 +1890,27 @@ defmodule Nx.Vulkan.Backend do
 
     @impl true
     def unquote(name)(%T{} = out, unquote_splicing(args)) do
-      if zero_size?(out), do: empty(out), else: super(out, unquote_splicing(args))
+      if zero_size?(out),
+        do: empty(out, tensors_device(unquote(args))),
+        else: super(out, unquote_splicing(args))
     end
   end
 
   defp zero_size?(%T{shape: shape}), do: Nx.size(shape) == 0
 
-  defp empty(out), do: Native.alloc_buffer(0) |> Native.unwrap!() |> wrap(out)
+  defp empty(out, device), do: Native.alloc_buffer(0, device) |> Native.unwrap!() |> wrap(out)
+
+  # Runs `fun` with this backend, on the device of `tensors`, as the process default (what the
+  # sub-computations of an op build their constants with).
+  defp with_device_of(tensors, fun),
+    do: Nx.with_default_backend({__MODULE__, device: tensors_device(tensors)}, fun)
+
+  # The device of the first tensor of this backend among `args` (a list of an op's arguments,
+  # lists of tensors inside), else where uploads go.
+  defp tensors_device(args) do
+    Enum.find_value(List.flatten(args), &(match?(%T{data: %__MODULE__{}}, &1) && device_of(&1))) ||
+      upload_device()
+  end
 
   ## Helpers
 
@@ -1827,10 +1961,10 @@ defmodule Nx.Vulkan.Backend do
   end
 
   # The device buffer of a tensor; tensors of other backends are uploaded first.
-  defp ref!(%T{data: %__MODULE__{ref: ref}}), do: ref
+  defp ref!(%T{data: %__MODULE__{ref: ref}}) when node(ref) == node(), do: ref
 
   defp ref!(%T{} = t) do
-    t |> Nx.to_binary() |> pad_to_bytes() |> Native.upload() |> Native.unwrap!()
+    t |> Nx.to_binary() |> pad_to_bytes() |> Native.upload(upload_device()) |> Native.unwrap!()
   end
 
   # bf16 has no arithmetic kernels: it computes as f32 (an exact widening) and narrows once at
@@ -1857,7 +1991,7 @@ defmodule Nx.Vulkan.Backend do
          {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
       wrap(ref, out)
     else
-      true -> empty(out)
+      true -> empty(out, tensors_device([t]))
       nil -> nil
       {:error, {:unsupported, _}} -> nil
       error -> Native.unwrap!(error)

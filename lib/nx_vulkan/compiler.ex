@@ -42,11 +42,25 @@ defmodule Nx.Vulkan.Compiler do
     :ets.new(@census, [:named_table, :public, :set, write_concurrency: true])
   end
 
+  # One partition per device (Nx.Serving's `partitions: true`): each runs its programs on its
+  # own device, with its own queue and GPU thread. `:devices` (a list of indices) limits them;
+  # a `:device` is one partition.
   @impl true
-  def __partitions_options__(opts), do: [opts]
+  def __partitions_options__(opts) do
+    case Keyword.fetch(opts, :device) do
+      {:ok, _} ->
+        [opts]
+
+      :error ->
+        {devices, opts} =
+          Keyword.pop_lazy(opts, :devices, fn -> Enum.map(Nx.Vulkan.devices(), & &1.index) end)
+
+        Enum.map(devices, &Keyword.put(opts, :device, &1))
+    end
+  end
 
   @impl true
-  def __to_backend__(_opts), do: {Nx.Vulkan.Backend, []}
+  def __to_backend__(opts), do: {Nx.Vulkan.Backend, Keyword.take(opts, [:device])}
 
   @impl true
   def __jit__(key, vars, fun, args_list, opts), do: __compile__(key, vars, fun, opts).(args_list)
@@ -64,7 +78,8 @@ defmodule Nx.Vulkan.Compiler do
         _ -> nil
       end
 
-    fn args_list -> Enum.map(args_list, &call(program, evaluator, &1)) end
+    device = device!(opts)
+    fn args_list -> Enum.map(args_list, &call(program, evaluator, device, &1)) end
   end
 
   @doc false
@@ -132,6 +147,7 @@ defmodule Nx.Vulkan.Compiler do
   ## Building
 
   defp build(key, vars, fun, opts) do
+    device = device!(opts)
     started = System.monotonic_time()
     expr = fun.(vars)
     traced = System.monotonic_time()
@@ -140,7 +156,7 @@ defmodule Nx.Vulkan.Compiler do
     program =
       case unsupported(expr) do
         {nil, []} ->
-          capture(evaluator, vars, [])
+          capture(evaluator, vars, [], device)
 
         {nil, hooks} ->
           # The hooks record at capture; a call hands their values to the functions the
@@ -160,7 +176,7 @@ defmodule Nx.Vulkan.Compiler do
             recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
             options = Keyword.put(opts, :hooks, recorders)
             capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)
-            capture(capturing, vars, callbacks)
+            capture(capturing, vars, callbacks, device)
           end
 
         {reason, _} ->
@@ -256,14 +272,17 @@ defmodule Nx.Vulkan.Compiler do
 
   # Runs the function once on placeholders while capturing; the program, or why not. Named
   # hooks record their values (`callbacks`: name => the function a call hands them to).
-  defp capture(evaluator, vars, callbacks) do
+  defp capture(evaluator, vars, callbacks, device) do
     Process.delete(@hook_values)
     # The compiled function gets the arguments' tensors as one flat list.
-    placeholders = vars |> Composite.flatten_list() |> Enum.map(&placeholder/1)
-    Native.capture_begin(Enum.map(placeholders, & &1.data.ref)) |> Native.unwrap!()
+    placeholders = vars |> Composite.flatten_list() |> Enum.map(&placeholder(&1, device))
+    Native.capture_begin(Enum.map(placeholders, & &1.data.ref), device) |> Native.unwrap!()
 
     try do
-      [output] = evaluator.([Enum.map(placeholders, &fn -> &1 end)])
+      # The function's constants are made on the program's device.
+      [output] =
+        on_device(device, fn -> evaluator.([Enum.map(placeholders, &fn -> &1 end)]) end)
+
       output
     catch
       kind, value ->
@@ -291,7 +310,14 @@ defmodule Nx.Vulkan.Compiler do
 
             {:ok, ref, kinds} ->
               functions = Enum.map(hooks, fn {name, _value} -> callbacks[name] end)
-              %{ref: ref, kinds: kinds, output: {output, List.to_tuple(hooked)}, hooks: functions}
+
+              %{
+                ref: ref,
+                kinds: kinds,
+                output: {output, List.to_tuple(hooked)},
+                hooks: functions,
+                device: device
+              }
           end
         else
           Native.capture_cancel()
@@ -304,26 +330,57 @@ defmodule Nx.Vulkan.Compiler do
     end
   end
 
-  defp placeholder(var) do
+  defp placeholder(var, device) do
     %T{type: {_, bits}} = t = Nx.devectorize(var)
-    ref = Native.alloc_buffer(div(Nx.size(t) * bits + 7, 8)) |> Native.unwrap!()
+    ref = Native.alloc_buffer(div(Nx.size(t) * bits + 7, 8), device) |> Native.unwrap!()
     %{t | data: %Nx.Vulkan.Backend{ref: ref}}
+  end
+
+  # The device a function runs on: the :device option (checked as the backend checks it), else
+  # the default.
+  defp device!(opts) do
+    case Keyword.fetch(opts, :device) do
+      {:ok, device} ->
+        Nx.Vulkan.Backend.init(device: device)
+        device
+
+      :error ->
+        Nx.Vulkan.Device.default_index()
+    end
+  end
+
+  # Runs `fun` with the device's backend as the process default when a device was asked for, so
+  # the constants the Evaluator makes land there.
+  defp on_device(device, fun) do
+    if device == Nx.Vulkan.Device.default_index(),
+      do: fun.(),
+      else: Nx.with_default_backend({Nx.Vulkan.Backend, device: device}, fun)
   end
 
   ## Calling
 
-  defp call({:evaluator, reason}, evaluator, params) do
+  defp call({:evaluator, reason}, evaluator, device, params) do
     bump({:evaluator, reason})
-    [result] = evaluator.([params])
+    [result] = on_device(device, fn -> evaluator.([params]) end)
     result
   end
 
-  defp call(%{ref: ref, kinds: kinds, output: output, hooks: hooks}, nil, params) do
+  defp call(%{ref: ref, kinds: kinds, output: output, hooks: hooks, device: device}, nil, _, params) do
     started = System.monotonic_time()
-    inputs = Enum.map(params, &device_input(&1.()))
+    inputs = Enum.map(params, &device_input(&1.(), device))
 
-    fresh =
-      Native.program_run(ref, Enum.map(inputs, & &1.ref)) |> Native.unwrap!() |> List.to_tuple()
+    # Arguments on another device than the program's move there first (through the host).
+    {inputs, fresh} =
+      case Native.program_run(ref, Enum.map(inputs, & &1.ref)) do
+        {:error, {:other_device, _}} ->
+          inputs = Enum.map(inputs, &on_program_device(&1, device))
+          {inputs, Native.program_run(ref, Enum.map(inputs, & &1.ref))}
+
+        fresh ->
+          {inputs, fresh}
+      end
+
+    fresh = fresh |> Native.unwrap!() |> List.to_tuple()
 
     inputs = List.to_tuple(inputs)
     bump(:replays)
@@ -352,10 +409,21 @@ defmodule Nx.Vulkan.Compiler do
     :ok
   end
 
-  defp device_input(%T{} = t) do
+  defp device_input(%T{} = t, device) do
     case Nx.devectorize(t) do
       %T{data: %Nx.Vulkan.Backend{} = data} -> data
-      other -> Nx.backend_copy(other, Nx.Vulkan.Backend).data
+      other -> Nx.backend_copy(other, {Nx.Vulkan.Backend, device: device}).data
+    end
+  end
+
+  defp on_program_device(%Nx.Vulkan.Backend{ref: ref} = data, device) do
+    if Native.buffer_device(ref) == device do
+      data
+    else
+      # A template of the buffer's bytes: the copy only moves bytes.
+      bytes = Native.byte_size(ref)
+      t = %T{data: data, type: {:u, 8}, shape: {bytes}, names: [nil]}
+      Nx.backend_copy(t, {Nx.Vulkan.Backend, device: device}).data
     end
   end
 end
@@ -374,8 +442,8 @@ defmodule Nx.Vulkan.Compiler.Info do
     do: fn _ -> [Nx.Vulkan.Compiler.entry_info(key, vars, fun, opts)] end
 
   @impl true
-  def __partitions_options__(opts), do: [opts]
+  defdelegate __partitions_options__(opts), to: Nx.Vulkan.Compiler
 
   @impl true
-  def __to_backend__(_opts), do: {Nx.Vulkan.Backend, []}
+  defdelegate __to_backend__(opts), to: Nx.Vulkan.Compiler
 end

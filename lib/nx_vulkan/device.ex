@@ -27,7 +27,7 @@ defmodule Nx.Vulkan.Device do
   def info do
     case :persistent_term.get({__MODULE__, :info}, nil) do
       nil ->
-        info = Native.device_info() |> Native.unwrap!()
+        info = Native.device_info(nil) |> Native.unwrap!()
         :persistent_term.put({__MODULE__, :info}, info)
         info
 
@@ -35,6 +35,28 @@ defmodule Nx.Vulkan.Device do
         info
     end
   end
+
+  @doc """
+  The facts of device `index` (see `Nx.Vulkan.devices/0`), opening it on first use: its own
+  context, pending queue, GPU thread, buffer pool and pipelines. Raises `ArgumentError` for an
+  index this VM cannot use.
+  """
+  @spec info(non_neg_integer) :: map
+  def info(index) when is_integer(index) and index >= 0 do
+    case :persistent_term.get({__MODULE__, :info, index}, nil) do
+      nil ->
+        info = Native.device_info(index) |> Native.unwrap!()
+        :persistent_term.put({__MODULE__, :info, index}, info)
+        info
+
+      info ->
+        info
+    end
+  end
+
+  @doc "The default device's index (`NXV_DEVICE`; 0 with `NXV_LOGICAL_DEVICES`)."
+  @spec default_index() :: non_neg_integer
+  def default_index, do: info().index
 
   @doc "The device class (see the moduledoc)."
   @spec class() :: atom
@@ -84,7 +106,7 @@ defmodule Nx.Vulkan.Device do
     collect =
       integer_env!(
         "NXV_COLLECT_BYTES",
-        div(Native.stats().pool_max_bytes, 4),
+        div(Native.stats(nil) |> Native.unwrap!() |> Map.fetch!(:pool_max_bytes), 4),
         0,
         "a number of bytes (0: off)"
       )

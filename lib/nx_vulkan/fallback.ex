@@ -112,7 +112,8 @@ defmodule Nx.Vulkan.Fallback do
   end
 
   @doc false
-  # Runs `Nx.BinaryBackend.op(args...)` on host copies of `args` and returns the result on the device.
+  # Runs `Nx.BinaryBackend.op(args...)` on host copies of `args` and returns the result on the
+  # device of its tensors.
   def run(op, reason, args) do
     case mode() do
       :raise ->
@@ -141,12 +142,18 @@ defmodule Nx.Vulkan.Fallback do
 
     Nx.Vulkan.Native.flush_for_fallback() |> Nx.Vulkan.Native.unwrap!()
 
+    device =
+      Enum.find_value(List.flatten(args), fn
+        %T{data: %Nx.Vulkan.Backend{}} = t -> [device: Nx.Vulkan.Backend.device_of(t)]
+        _ -> nil
+      end) || []
+
     # Functions passed along (reduce, window_reduce) build tensors with the default backend: make
     # that the BinaryBackend while the host computes.
     Nx.with_default_backend(Nx.BinaryBackend, fn ->
       apply(Nx.BinaryBackend, op, Enum.map(args, &to_host/1))
     end)
-    |> to_device()
+    |> to_device(device)
   end
 
   defp to_host(%T{data: %Nx.Vulkan.Backend{}} = t),
@@ -155,14 +162,14 @@ defmodule Nx.Vulkan.Fallback do
   defp to_host(list) when is_list(list), do: Enum.map(list, &to_host/1)
   defp to_host(other), do: other
 
-  defp to_device(%T{data: %Nx.BinaryBackend{state: binary}} = t),
-    do: Nx.Vulkan.Backend.from_binary(t, binary, [])
+  defp to_device(%T{data: %Nx.BinaryBackend{state: binary}} = t, opts),
+    do: Nx.Vulkan.Backend.from_binary(t, binary, opts)
 
-  defp to_device(%T{} = t), do: t
+  defp to_device(%T{} = t, _opts), do: t
 
-  defp to_device(tuple) when is_tuple(tuple),
-    do: tuple |> Tuple.to_list() |> Enum.map(&to_device/1) |> List.to_tuple()
+  defp to_device(tuple, opts) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> Enum.map(&to_device(&1, opts)) |> List.to_tuple()
 
-  defp to_device(list) when is_list(list), do: Enum.map(list, &to_device/1)
-  defp to_device(other), do: other
+  defp to_device(list, opts) when is_list(list), do: Enum.map(list, &to_device(&1, opts))
+  defp to_device(other, _opts), do: other
 end

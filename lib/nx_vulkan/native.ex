@@ -2,16 +2,18 @@
 # stubs the crate replaces at load; Nx.Vulkan.Native, which the rest of the code calls, wraps each.
 nifs = [
   # tensor.rs
-  upload: [:binary],
+  upload: [:binary, :device],
   download: [:buffer, :bytes, :reason],
   byte_size: [:buffer],
+  buffer_device: [:buffer],
+  buffer_placement: [:buffer],
   deallocate: [:buffer],
   pin: [:buffer],
   # checks.rs
   attach_check: [:out, :value, :type, :condition, :exception, :message],
   verify_checks: [:buffer],
   # device.rs
-  device_info: [],
+  device_info: [:device],
   flush: [],
   flush_for_fallback: [],
   set_batch_max: [:n],
@@ -25,7 +27,7 @@ nifs = [
     :gemm_block,
     :gemm_coop
   ],
-  stats: [],
+  stats: [:device],
   set_gpu_timing: [:on, :per_command],
   take_kernel_times: [],
   # ops/elementwise.rs
@@ -51,9 +53,10 @@ nifs = [
     :max_starts,
     :start_strides
   ],
-  fill: [:bytes, :n, :bits],
-  iota: [:type, :n, :inner, :dim, :eye],
-  alloc_buffer: [:bytes],
+  fill: [:bytes, :n, :bits, :device],
+  refill: [:buffer, :device],
+  iota: [:type, :n, :inner, :dim, :eye, :device],
+  alloc_buffer: [:bytes, :device],
   scatter: [:add, :type, :target, :shape, :indices, :indices_shape, :updates, :axes],
   gather: [:bytes, :x, :shape, :indices, :indices_shape, :axes],
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
@@ -102,7 +105,7 @@ nifs = [
   # events.rs
   set_event_sink: [:sink],
   # capture.rs (the compiler's programs)
-  capture_begin: [:inputs],
+  capture_begin: [:inputs, :device],
   capture_end: [:inputs, :outputs],
   capture_cancel: [],
   program_run: [:program, :inputs],
@@ -153,6 +156,7 @@ defmodule Nx.Vulkan.Native do
   @doc false
   def unwrap!({:ok, value}), do: value
   def unwrap!({:error, {:argument, message}}), do: raise(ArgumentError, message)
+  def unwrap!({:error, {:other_device, message}}), do: raise(ArgumentError, message)
   def unwrap!({:error, {:arithmetic, message}}), do: raise(ArithmeticError, message)
   def unwrap!({:error, {:vulkan, message}}), do: raise(Nx.Vulkan.Error, message)
   def unwrap!({:error, {:out_of_memory, message}}), do: raise(Nx.Vulkan.Error, message)
@@ -178,11 +182,66 @@ defmodule Nx.Vulkan.Native do
             retried
           end
 
+        {:error, {:other_device, _}} = error ->
+          case constants_follow([unquote_splicing(vars)]) do
+            nil -> error
+            args -> apply(__MODULE__, unquote(name), args)
+          end
+
         result ->
           result
       end
     end
   end
+
+  # An op's tensors on different devices: constants (tensors `fill` made, which is what numbers in
+  # an op become, on the calling process's default device) are made again on the device of the
+  # op's other tensors (queued there, no host sync) and the NIF called again; nil when anything
+  # else is on another device (the error then stands).
+  defp constants_follow(args) do
+    placed =
+      for ref <- refs_in(args, []),
+          placement = placement(ref),
+          placement != nil,
+          uniq: true,
+          do: {ref, placement}
+
+    homes = for {_, {device, false}} <- placed, uniq: true, do: device
+
+    home =
+      case {homes, placed} do
+        {[home], _} -> home
+        {[], [{_, {device, true}} | _]} -> device
+        _ -> nil
+      end
+
+    moved =
+      for {ref, {device, true}} <- placed, home != nil and device != home, into: %{} do
+        {ref, NIF.refill(ref, home) |> unwrap!()}
+      end
+
+    if moved != %{}, do: replace_refs(args, moved)
+  end
+
+  defp refs_in(ref, acc) when is_reference(ref), do: [ref | acc]
+  defp refs_in(list, acc) when is_list(list), do: Enum.reduce(list, acc, &refs_in/2)
+  defp refs_in(tuple, acc) when is_tuple(tuple), do: refs_in(Tuple.to_list(tuple), acc)
+  defp refs_in(_, acc), do: acc
+
+  # {device, made by fill}, or nil for a reference that is no buffer of this node (a program).
+  defp placement(ref) do
+    NIF.buffer_placement(ref)
+  rescue
+    ArgumentError -> nil
+  end
+
+  defp replace_refs(ref, moved) when is_reference(ref), do: Map.get(moved, ref, ref)
+  defp replace_refs(list, moved) when is_list(list), do: Enum.map(list, &replace_refs(&1, moved))
+
+  defp replace_refs(tuple, moved) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> replace_refs(moved) |> List.to_tuple()
+
+  defp replace_refs(other, _moved), do: other
 
   defp reclaim!(:self) do
     :erlang.garbage_collect()

@@ -94,7 +94,7 @@ defmodule Nx.Vulkan.PipelinesTest do
     end
 
     # The BEAM's schedulers and the GPU thread keep the default priority.
-    assert {"nx_vulkan_gpu", 0} in threads
+    assert {"nx_vulkan_gpu_#{Nx.Vulkan.Device.default_index()}", 0} in threads
     assert Enum.any?(threads, &match?({"1_scheduler", 0}, &1))
   end
 

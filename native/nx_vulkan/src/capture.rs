@@ -154,6 +154,8 @@ struct State {
 
 pub struct Capture {
     state: Mutex<State>,
+    /// The device the program runs on: an op on another gives the capture up.
+    device: usize,
 }
 
 impl Capture {
@@ -169,6 +171,10 @@ impl Capture {
     fn push(&self, command: Command, uses: &[&BufferRef]) -> Result<()> {
         let mut state = self.state();
         if state.gave_up.is_some() {
+            return Ok(());
+        }
+        if crate::context::current() != self.device {
+            state.gave_up = Some("an op runs on another device than the program's".into());
             return Ok(());
         }
         if uses.iter().any(|b| b.checks.lock().map_or(true, |c| c.is_some())) {
@@ -267,6 +273,8 @@ pub fn refuse(what: &str) -> Result<()> {
 /// what at a replay.
 pub struct Program {
     pub commands: Vec<Command>,
+    /// The device index it runs on.
+    device: usize,
     _held: Vec<Held>,
     /// The placeholders' handles and byte sizes, in argument order.
     inputs: Vec<(u64, u64)>,
@@ -357,7 +365,13 @@ impl Encoder for OutputKind {
 /// Starts capturing the calling process's commands; `inputs` are the placeholders the function
 /// will run on.
 #[rustler::nif]
-fn capture_begin(env: Env, inputs: Vec<BufferRef>) -> Result<rustler::Atom> {
+fn capture_begin(env: Env, inputs: Vec<BufferRef>, device: usize) -> Result<rustler::Atom> {
+    if let Some(other) = inputs.iter().find(|b| b.device != device) {
+        return Err(crate::error::arg_error!(
+            "a program for Vulkan device {device} got a placeholder on device {}",
+            other.device
+        ));
+    }
     let mut state = State::default();
     for input in &inputs {
         state.derived.insert(handle(&input.get()?));
@@ -367,7 +381,7 @@ fn capture_begin(env: Env, inputs: Vec<BufferRef>) -> Result<rustler::Atom> {
     if list.iter().any(|(p, _)| *p == pid) {
         return Err(crate::error::arg_error!("this process is already recording a compiled program"));
     }
-    list.push((pid, Arc::new(Capture { state: Mutex::new(state) })));
+    list.push((pid, Arc::new(Capture { state: Mutex::new(state), device })));
     ACTIVE.fetch_add(1, Ordering::AcqRel);
     Ok(atoms::ok())
 }
@@ -388,6 +402,8 @@ fn take_capture(env: Env) -> Option<Arc<Capture>> {
 fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>) -> Result<Term<'a>> {
     let capture =
         take_capture(env).ok_or_else(|| crate::error::arg_error!("this process is not recording a program"))?;
+    // Fusing creates the program's kernels on its device.
+    let _device = crate::context::use_device(capture.device)?;
     let mut state = std::mem::take(&mut *capture.state());
     if let Some(reason) = state.gave_up.take() {
         return Ok((atoms::gave_up(), reason).encode(env));
@@ -441,6 +457,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let inputs_sized: Vec<(u64, u64)> = input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect();
     let program = Program {
+        device: capture.device,
         prerecorded: PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), &inputs_sized, &fresh)),
         commands,
         _held: state.held.drain().map(|(_, h)| h).collect(),
@@ -620,9 +637,19 @@ fn dependencies(commands: &[Command], inputs: &[u64], fresh: &[(u64, u64)]) -> V
 /// program is submitted in batches (`NXV_BATCH_MAX`) that the GPU runs while the rest records.
 #[rustler::nif]
 fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef>) -> Result<Vec<BufferRef>> {
+    let program = &program.0;
+    let _device = crate::context::use_device(program.device)?;
+    if let Some(other) = inputs.iter().find(|b| b.device != program.device) {
+        return Err(Error::OtherDevice(format!(
+            "a compiled program for Vulkan device {} got an argument on device {}; move it with \
+             Nx.backend_transfer(tensor, {{Nx.Vulkan.Backend, device: {}}})",
+            program.device,
+            other.device,
+            program.device
+        )));
+    }
     let _capture = scope(env);
     refuse("a compiled function was called")?;
-    let program = &program.0;
     if inputs.len() != program.inputs.len() {
         return Err(crate::error::arg_error!(
             "a compiled program takes {} tensors, got {}",

@@ -167,6 +167,7 @@ fn attach_check(
     exception: Atom,
     message: String,
 ) -> Result<Atom> {
+    let _device = crate::context::use_device_of(&[&out, &value])?;
     let _capture = crate::capture::scope(env);
     let bytes = dtype.bytes();
     if !matches!(
@@ -245,7 +246,7 @@ impl PendingReads {
                 let guard = stage.read().map_err(|e| Error::vulkan("mapping a check's value", e))?;
                 check.settle(&guard[..8]);
             }
-            tensor::give_back(Kind::Download, stage);
+            tensor::give_back(tensor.device, Kind::Download, stage);
             if check.state.load(Ordering::Acquire) == FAILED {
                 failed.push(check);
             }
@@ -262,6 +263,7 @@ impl PendingReads {
 /// op raises at once rather than at the next read.
 #[rustler::nif(schedule = "DirtyIo")]
 fn verify_checks(env: rustler::Env, tensor: BufferRef) -> Result<Atom> {
+    let _device = crate::context::use_device_of(&[&tensor])?;
     let _capture = crate::capture::scope(env);
     crate::capture::refuse("an immediate check")?;
     let pending = record_reads(&tensor)?;

@@ -1,9 +1,24 @@
-//! The one Vulkan context of the process: instance, the chosen physical and logical device, its
-//! compute queue and allocators. Created lazily on first use so that a missing loader or device is
-//! an error returned to Elixir (with a message saying what to install), not a failed NIF load.
+//! The VM's Vulkan devices: one instance, and for each device index in use a context of its own
+//! (logical device, compute queue, allocators), created lazily on first use so that a missing
+//! loader or device is an error returned to Elixir (with a message saying what to install), not a
+//! failed NIF load.
+//!
+//! Device indices: without `NXV_LOGICAL_DEVICES`, the physical compute devices in the driver's
+//! order (the default is `NXV_DEVICE`, else the best by type); another index than the default
+//! opens only a device of the default's model (the class policy, policy.rs, is the default
+//! device's). With `NXV_LOGICAL_DEVICES=n`, indices 0..n-1 are n logical devices opened on the
+//! default physical device, each with its own queue, GPU thread, pool and pipelines, so every
+//! multi-device path runs on a machine with one GPU (or lavapipe); the default is 0.
+//!
+//! Which device a NIF works on: the calling thread's current device (`current`), set for the
+//! call by `use_device`/`use_device_of` (op NIFs: the device of their tensors) and for good on
+//! each device's GPU thread. Everything per device (queue.rs, tensor.rs's pool, pipelines.rs,
+//! memory.rs's counters) is kept in arrays indexed by it.
 use crate::error::{Error, Result};
 use once_cell::sync::OnceCell;
+use std::cell::Cell;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use vulkano::command_buffer::allocator::{StandardCommandBufferAllocator, StandardCommandBufferAllocatorCreateInfo};
 use vulkano::device::physical::{PhysicalDevice, PhysicalDeviceType};
@@ -83,14 +98,225 @@ pub struct Context {
     pub info: DeviceInfo,
 }
 
-static CONTEXT: OnceCell<std::result::Result<Context, Error>> = OnceCell::new();
+/// The most device indices a VM can use (physical or logical).
+pub const MAX_DEVICES: usize = 16;
 
-/// The process-wide context; the first call creates it (and any error is returned forever after).
+/// The instance and what it lists, made once.
+struct Platform {
+    /// Compute-capable physical devices with their indices in the driver's order.
+    devices: Vec<(usize, Arc<PhysicalDevice>)>,
+    /// The default device index (see the module doc).
+    default: usize,
+    /// NXV_LOGICAL_DEVICES: indices 0..n-1 are logical devices on this physical device.
+    logical: Option<(usize, Arc<PhysicalDevice>)>,
+}
+
+static PLATFORM: OnceCell<std::result::Result<Platform, Error>> = OnceCell::new();
+static CONTEXTS: [OnceCell<std::result::Result<Context, Error>>; MAX_DEVICES] = [const { OnceCell::new() }; MAX_DEVICES];
+/// The default index once the platform is known (usize::MAX before).
+static DEFAULT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+thread_local! {
+    /// The device the NIF running on this thread works on (None: the default).
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+fn platform() -> Result<&'static Platform> {
+    PLATFORM.get_or_init(|| on_init_thread(Platform::open)).as_ref().map_err(|e| e.clone())
+}
+
+/// The default device index (creates the instance on first use).
+pub fn default_index() -> Result<usize> {
+    match DEFAULT.load(Ordering::Relaxed) {
+        usize::MAX => platform().map(|p| p.default),
+        i => Ok(i),
+    }
+}
+
+/// The device the calling thread works on now.
+pub fn current() -> usize {
+    CURRENT.with(|c| c.get()).unwrap_or_else(|| default_index().unwrap_or(0))
+}
+
+/// The context of the calling thread's current device; the first call creates it (and any error
+/// is returned forever after).
 pub fn ctx() -> Result<&'static Context> {
-    CONTEXT
-        .get_or_init(create_on_init_thread)
-        .as_ref()
-        .map_err(|e| e.clone())
+    ctx_at(current())
+}
+
+/// The context of device `index`, created on first use.
+pub fn ctx_at(index: usize) -> Result<&'static Context> {
+    let slot = CONTEXTS.get(index).ok_or_else(|| no_such_device(index))?;
+    slot.get_or_init(|| {
+        let platform = platform()?;
+        let physical = platform.physical(index)?;
+        on_init_thread(move || Context::create(index, &physical, platform))
+    })
+    .as_ref()
+    .map_err(|e| e.clone())
+}
+
+fn no_such_device(index: usize) -> Error {
+    let listed = platform().map(|p| p.indices()).unwrap_or_default();
+    let listed: Vec<String> = listed.iter().map(|i| i.to_string()).collect();
+    Error::Argument(format!(
+        "no Vulkan device has index {index}; this VM's devices are {} (NXV_LOGICAL_DEVICES=n opens n \
+         logical devices on one)",
+        listed.join(", ")
+    ))
+}
+
+/// The indices of the devices opened so far.
+pub fn opened() -> Vec<usize> {
+    (0..MAX_DEVICES).filter(|&i| matches!(CONTEXTS[i].get(), Some(Ok(_)))).collect()
+}
+
+/// Makes `index` the calling thread's current device until the guard drops (creating its
+/// context if needed).
+pub fn use_device(index: usize) -> Result<UseDevice> {
+    ctx_at(index)?;
+    Ok(UseDevice(CURRENT.with(|c| c.replace(Some(index)))))
+}
+
+/// Makes the device that holds `buffers` current for the call; an error names both devices when
+/// they are on different ones.
+pub fn use_device_of(buffers: &[&crate::tensor::BufferRef]) -> Result<UseDevice> {
+    let Some(first) = buffers.first() else {
+        return Ok(UseDevice(CURRENT.with(|c| c.get())));
+    };
+    if let Some(other) = buffers.iter().find(|b| b.device != first.device) {
+        return Err(Error::OtherDevice(format!(
+            "an op got tensors on Vulkan devices {} and {}: move one with \
+             Nx.backend_transfer(tensor, {{Nx.Vulkan.Backend, device: {}}}) (a process working on \
+             one device makes its constants there with Nx.default_backend({{Nx.Vulkan.Backend, \
+             device: {}}}))",
+            first.device, other.device, first.device, first.device
+        )));
+    }
+    Ok(UseDevice(CURRENT.with(|c| c.replace(Some(first.device)))))
+}
+
+/// Sets the calling thread's device for good (each device's GPU and builder threads).
+pub fn set_thread_device(index: usize) {
+    CURRENT.with(|c| c.set(Some(index)));
+}
+
+/// Restores the thread's previous device when dropped.
+pub struct UseDevice(Option<usize>);
+
+impl Drop for UseDevice {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+impl Platform {
+    fn open() -> Result<Platform> {
+        let library = VulkanLibrary::new().map_err(|e| {
+            Error::Vulkan(format!(
+                "no Vulkan loader could be opened ({e}); install one (Debian: libvulkan1, plus \
+                 mesa-vulkan-drivers for a software device) or run scripts/setup.sh"
+            ))
+        })?;
+        let instance = Instance::new(
+            library,
+            InstanceCreateInfo {
+                flags: InstanceCreateFlags::ENUMERATE_PORTABILITY,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| {
+            // Most often VK_ERROR_INCOMPATIBLE_DRIVER: the loader found no driver (ICD) at all.
+            Error::Vulkan(format!(
+                "no usable Vulkan driver: creating the Vulkan instance failed ({e:?}); install a \
+                 Vulkan driver (without a GPU: mesa-vulkan-drivers for lavapipe) or run \
+                 scripts/setup.sh"
+            ))
+        })?;
+        let devices: Vec<(usize, Arc<PhysicalDevice>)> = instance
+            .enumerate_physical_devices()
+            .map_err(|e| Error::vulkan("listing Vulkan devices", e))?
+            .enumerate()
+            .filter(|(_, p)| compute_family(p).is_some())
+            .collect();
+        if devices.is_empty() {
+            return Err(Error::Vulkan(
+                "no Vulkan device with a compute queue was found (on a machine without a GPU, \
+                 install mesa-vulkan-drivers for lavapipe)"
+                    .into(),
+            ));
+        }
+        let chosen = match std::env::var("NXV_DEVICE") {
+            Ok(s) if !s.trim().is_empty() => {
+                let index: usize = s.trim().parse().map_err(|_| {
+                    Error::Argument(format!("NXV_DEVICE must be a device index, got {s:?}"))
+                })?;
+                devices.iter().find(|(i, _)| *i == index).cloned().ok_or_else(|| {
+                    Error::Argument(format!(
+                        "NXV_DEVICE={index} but only {} compute device(s) exist",
+                        devices.len()
+                    ))
+                })?
+            }
+            _ => devices
+                .iter()
+                .min_by_key(|(i, p)| (type_rank(p.properties().device_type), *i))
+                .cloned()
+                .expect("devices is not empty"),
+        };
+        let logical = match std::env::var("NXV_LOGICAL_DEVICES") {
+            Ok(s) if !s.trim().is_empty() => match s.trim().parse::<usize>() {
+                Ok(n) if (1..=MAX_DEVICES).contains(&n) => Some(n),
+                _ => {
+                    return Err(Error::Argument(format!(
+                        "NXV_LOGICAL_DEVICES must be an integer from 1 to {MAX_DEVICES}, got {s:?}"
+                    )))
+                }
+            },
+            _ => None,
+        };
+        let platform = match logical {
+            Some(n) => Platform { devices, default: 0, logical: Some((n, chosen.1)) },
+            None if chosen.0 >= MAX_DEVICES => {
+                return Err(Error::Argument(format!(
+                    "device {} is past the {MAX_DEVICES} device indices nx_vulkan can use",
+                    chosen.0
+                )))
+            }
+            None => Platform { default: chosen.0, devices, logical: None },
+        };
+        DEFAULT.store(platform.default, Ordering::Relaxed);
+        Ok(platform)
+    }
+
+    fn indices(&self) -> Vec<usize> {
+        match &self.logical {
+            Some((n, _)) => (0..*n).collect(),
+            None => self.devices.iter().map(|(i, _)| *i).filter(|&i| i < MAX_DEVICES).collect(),
+        }
+    }
+
+    /// The physical device behind `index`: another than the default's only of the same model.
+    fn physical(&self, index: usize) -> Result<Arc<PhysicalDevice>> {
+        if let Some((n, physical)) = &self.logical {
+            return if index < *n { Ok(physical.clone()) } else { Err(no_such_device(index)) };
+        }
+        let find = |i: usize| self.devices.iter().find(|(j, _)| *j == i).map(|(_, p)| p.clone());
+        let physical = find(index).ok_or_else(|| no_such_device(index))?;
+        let default = find(self.default).ok_or_else(|| no_such_device(self.default))?;
+        let model = |p: &PhysicalDevice| (p.properties().device_name.clone(), p.properties().driver_version);
+        if model(&physical) != model(&default) {
+            return Err(Error::Argument(format!(
+                "device {index} ({}) is another model than the default device {} ({}): nx_vulkan \
+                 runs several devices of one model only (its kernel policy follows the default's \
+                 class); choose it as the default with NXV_DEVICE={index}",
+                physical.properties().device_name,
+                self.default,
+                default.properties().device_name
+            )));
+        }
+        Ok(physical)
+    }
 }
 
 /// The nice value of a CPU device's driver threads and of the pipeline builders there
@@ -137,15 +363,18 @@ fn threads() -> HashSet<u32> {
         .unwrap_or_default()
 }
 
-/// Creates the context on a thread of its own (drivers want more stack than a BEAM scheduler
-/// has). On a CPU device, the threads the driver started meanwhile (lavapipe's, which run every
-/// kernel on the host's cores; at the BEAM's priority they kept another process's 5 ms timer
-/// waiting up to ~47 ms on a 2-core machine) get `driver_nice()`: they still have every core the
-/// schedulers leave idle.
+/// Runs `create` (the instance, or a device's context) on a thread of its own (drivers want more
+/// stack than a BEAM scheduler has). On a CPU device, the threads the driver started meanwhile
+/// (lavapipe's, which run every kernel on the host's cores; at the BEAM's priority they kept
+/// another process's 5 ms timer waiting up to ~47 ms on a 2-core machine) get `driver_nice()`:
+/// they still have every core the schedulers leave idle.
 ///
 /// The thread then stays (parked) for the VM's life: a driver may keep per-thread state for the
 /// thread that created its instance, as it would for a thread that lives on in most programs.
-fn create_on_init_thread() -> std::result::Result<Context, Error> {
+fn on_init_thread<T: Send + 'static>(create: impl FnOnce() -> Result<T> + Send + 'static) -> std::result::Result<T, Error>
+where
+    T: CreatedOn,
+{
     let nice = driver_nice()?;
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -153,9 +382,9 @@ fn create_on_init_thread() -> std::result::Result<Context, Error> {
         .stack_size(16 << 20)
         .spawn(move || {
             let before = threads();
-            let created = std::panic::catch_unwind(Context::create)
+            let created = std::panic::catch_unwind(std::panic::AssertUnwindSafe(create))
                 .unwrap_or_else(|_| Err(Error::Vulkan("creating the Vulkan context panicked".into())));
-            if matches!(&created, Ok(c) if c.info.device_type == "cpu") {
+            if matches!(&created, Ok(c) if c.on_cpu()) {
                 for tid in threads().difference(&before) {
                     set_nice(*tid, nice);
                 }
@@ -167,6 +396,23 @@ fn create_on_init_thread() -> std::result::Result<Context, Error> {
         })
         .map_err(|e| Error::Vulkan(format!("starting the thread that creates the Vulkan context: {e}")))?;
     rx.recv().unwrap_or_else(|_| Err(Error::Vulkan("the thread creating the Vulkan context panicked".into())))
+}
+
+/// What `on_init_thread` makes: whether it runs on a CPU device (its new threads are niced).
+trait CreatedOn {
+    fn on_cpu(&self) -> bool;
+}
+
+impl CreatedOn for Context {
+    fn on_cpu(&self) -> bool {
+        self.info.device_type == "cpu"
+    }
+}
+
+impl CreatedOn for Platform {
+    fn on_cpu(&self) -> bool {
+        false
+    }
 }
 
 fn type_rank(t: PhysicalDeviceType) -> u32 {
@@ -197,63 +443,18 @@ fn compute_family(p: &PhysicalDevice) -> Option<u32> {
 }
 
 impl Context {
-    fn create() -> Result<Context> {
-        let library = VulkanLibrary::new().map_err(|e| {
-            Error::Vulkan(format!(
-                "no Vulkan loader could be opened ({e}); install one (Debian: libvulkan1, plus \
-                 mesa-vulkan-drivers for a software device) or run scripts/setup.sh"
-            ))
-        })?;
-        let instance = Instance::new(
-            library,
-            InstanceCreateInfo {
-                flags: InstanceCreateFlags::ENUMERATE_PORTABILITY,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| {
-            // Most often VK_ERROR_INCOMPATIBLE_DRIVER: the loader found no driver (ICD) at all.
-            Error::Vulkan(format!(
-                "no usable Vulkan driver: creating the Vulkan instance failed ({e:?}); install a \
-                 Vulkan driver (without a GPU: mesa-vulkan-drivers for lavapipe) or run \
-                 scripts/setup.sh"
-            ))
-        })?;
-        let mut devices: Vec<(usize, Arc<PhysicalDevice>)> = instance
-            .enumerate_physical_devices()
-            .map_err(|e| Error::vulkan("listing Vulkan devices", e))?
-            .enumerate()
-            .filter(|(_, p)| compute_family(p).is_some())
-            .collect();
-        if devices.is_empty() {
-            return Err(Error::Vulkan(
-                "no Vulkan device with a compute queue was found (on a machine without a GPU, \
-                 install mesa-vulkan-drivers for lavapipe)"
-                    .into(),
-            ));
-        }
-        let all_devices: Vec<(usize, String, &'static str)> = devices
-            .iter()
-            .map(|(i, p)| (*i, p.properties().device_name.clone(), type_name(p.properties().device_type)))
-            .collect();
-        let chosen = match std::env::var("NXV_DEVICE") {
-            Ok(s) if !s.trim().is_empty() => {
-                let index: usize = s.trim().parse().map_err(|_| {
-                    Error::Argument(format!("NXV_DEVICE must be a device index, got {s:?}"))
-                })?;
-                let count = devices.len();
-                devices.into_iter().find(|(i, _)| *i == index).ok_or_else(|| {
-                    Error::Argument(format!(
-                        "NXV_DEVICE={index} but only {count} compute device(s) exist"
-                    ))
-                })?
+    fn create(index: usize, physical: &Arc<PhysicalDevice>, platform: &Platform) -> Result<Context> {
+        let all_devices: Vec<(usize, String, &'static str)> = match &platform.logical {
+            Some((n, p)) => {
+                (0..*n).map(|i| (i, p.properties().device_name.clone(), type_name(p.properties().device_type))).collect()
             }
-            _ => {
-                devices.sort_by_key(|(i, p)| (type_rank(p.properties().device_type), *i));
-                devices.remove(0)
-            }
+            None => platform
+                .devices
+                .iter()
+                .map(|(i, p)| (*i, p.properties().device_name.clone(), type_name(p.properties().device_type)))
+                .collect(),
         };
-        let (index, physical) = chosen;
+        let physical = physical.clone();
         let family = compute_family(&physical).unwrap_or(0);
         let supported = physical.supported_features();
         let features = DeviceFeatures {
@@ -360,7 +561,7 @@ impl Context {
             )));
         }
         Ok(Context {
-            memory: Arc::new(crate::memory::BudgetAllocator::new(device.clone())),
+            memory: Arc::new(crate::memory::BudgetAllocator::new(device.clone(), index)),
             // Secondary command buffers hold compiled programs (capture.rs), recorded once each.
             command_buffers: Arc::new(StandardCommandBufferAllocator::new(
                 device.clone(),

@@ -1,8 +1,8 @@
 //! Device and runtime NIFs: device info, flush, batch cap and counters.
-use crate::context::ctx;
+use crate::context::{ctx, opened, use_device, MAX_DEVICES};
 use crate::error::{arg_error, Error, Result};
 use crate::pipelines;
-use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES, STATS};
+use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES};
 use crate::tensor::memory_stats;
 use rustler::{Encoder, Env, Term};
 use std::sync::atomic::Ordering;
@@ -15,9 +15,19 @@ fn map<'a>(env: Env<'a>, pairs: Vec<(&str, Term<'a>)>) -> Term<'a> {
     Term::map_from_arrays(env, &keys, &values).unwrap()
 }
 
-/// Everything kernels and `Nx.Vulkan.Device` need to know about the device; creates the context.
+/// Everything kernels and `Nx.Vulkan.Device` need to know about device `index` (nil: the
+/// default); opens it (its context, and its shader modules loading in the background; its
+/// tensor-core GEMM probed once the policy is configured).
 #[rustler::nif(schedule = "DirtyIo")]
-fn device_info(env: Env) -> Result<Term> {
+fn device_info(env: Env, index: Option<usize>) -> Result<Term> {
+    let index = match index {
+        Some(i) => i,
+        None => crate::context::default_index()?,
+    };
+    let _device = use_device(index)?;
+    static PRELOAD: [std::sync::Once; MAX_DEVICES] = [const { std::sync::Once::new() }; MAX_DEVICES];
+    PRELOAD[index].call_once(|| pipelines::preload_modules(index));
+    crate::ops::matmul::probe_coop()?;
     let i = &ctx()?.info;
     let heaps: Vec<Term> = i
         .heaps
@@ -68,17 +78,24 @@ fn device_info(env: Env) -> Result<Term> {
     ))
 }
 
+/// Flushes every device opened, for `reason`.
+fn flush_all(reason: FlushReason) -> Result<rustler::Atom> {
+    for device in opened() {
+        let _device = use_device(device)?;
+        queue::flush(reason)?;
+    }
+    Ok(rustler::types::atom::ok())
+}
+
 #[rustler::nif(schedule = "DirtyIo")]
 fn flush() -> Result<rustler::Atom> {
-    queue::flush(FlushReason::Explicit)?;
-    Ok(rustler::types::atom::ok())
+    flush_all(FlushReason::Explicit)
 }
 
 /// Flush before a host fallback reads its inputs (counted apart from explicit flushes).
 #[rustler::nif(schedule = "DirtyIo")]
 fn flush_for_fallback() -> Result<rustler::Atom> {
-    queue::flush(FlushReason::Fallback)?;
-    Ok(rustler::types::atom::ok())
+    flush_all(FlushReason::Fallback)
 }
 
 #[rustler::nif]
@@ -118,16 +135,16 @@ fn configure(
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
     crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);
-    crate::ops::matmul::probe_coop()?;
+    for device in opened() {
+        let _device = use_device(device)?;
+        crate::ops::matmul::probe_coop()?;
+    }
     crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
     FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
-    // Called once at application start (Nx.Vulkan.Device.configure!/0).
-    static PRELOAD: std::sync::Once = std::sync::Once::new();
-    PRELOAD.call_once(pipelines::preload_modules);
     Ok(rustler::types::atom::ok())
 }
 
@@ -165,22 +182,28 @@ fn set_pending_limits(commands: u64, bytes: u64) -> Result<rustler::Atom> {
 
 /// Starts the peaks (allocated and live bytes) again from what is in use now.
 #[rustler::nif]
-fn reset_peak() -> rustler::Atom {
-    crate::memory::reset_peak();
-    crate::tensor::reset_peak();
-    rustler::types::atom::ok()
+fn reset_peak() -> Result<rustler::Atom> {
+    for device in opened() {
+        let _device = use_device(device)?;
+        crate::memory::reset_peak();
+        crate::tensor::reset_peak();
+    }
+    Ok(rustler::types::atom::ok())
 }
 
-/// Whether the pending queue is past its bound: the caller should `throttle/0`.
+/// Whether a device's pending queue is past its bound: the caller should `throttle/0`.
 #[rustler::nif]
 fn queue_full() -> bool {
-    queue::over_bound()
+    opened().into_iter().any(|device| use_device(device).is_ok_and(|_device| queue::over_bound()))
 }
 
-/// Waits until the pending queue is within its bound (at once if it is).
+/// Waits until every device's pending queue is within its bound (at once if it is).
 #[rustler::nif(schedule = "DirtyIo")]
 fn throttle() -> Result<rustler::Atom> {
-    queue::throttle()?;
+    for device in opened() {
+        let _device = use_device(device)?;
+        queue::throttle()?;
+    }
     Ok(rustler::types::atom::ok())
 }
 
@@ -204,8 +227,15 @@ fn set_gpu_timing(on: bool, per_command: bool) -> rustler::Atom {
     rustler::types::atom::ok()
 }
 
+/// Counters and settings of device `index` (nil: the default); pipeline counts are the VM's.
 #[rustler::nif]
-fn stats(env: Env) -> Term {
+fn stats(env: Env, index: Option<usize>) -> Result<Term> {
+    let index = match index {
+        Some(i) => i,
+        None => crate::context::default_index()?,
+    };
+    let _device = use_device(index)?;
+    let stats = queue::stats();
     let (created, hits, cached, create_us) = pipelines::stats();
     let (disk_cache_path, disk_cache) = crate::pipeline_disk_cache::info();
     let (live_bytes, live_buffers, peak_bytes) = memory_stats();
@@ -216,7 +246,7 @@ fn stats(env: Env) -> Term {
         env,
         FLUSH_REASON_NAMES
             .iter()
-            .zip(STATS.flushes.iter())
+            .zip(stats.flushes.iter())
             .map(|(name, n)| (*name, load(n)))
             .collect(),
     );
@@ -224,29 +254,30 @@ fn stats(env: Env) -> Term {
         env,
         HOST_SYNC_NAMES
             .iter()
-            .zip(STATS.host_syncs.iter())
+            .zip(stats.host_syncs.iter())
             .filter_map(|(name, n)| name.map(|name| (name, load(n))))
             .collect(),
     );
-    map(
+    Ok(map(
         env,
         vec![
+            ("device", index.encode(env)),
             ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
             ("precise_f32", crate::policy::precise_f32().encode(env)),
             ("precise_dot", crate::policy::precise_dot().encode(env)),
             ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
-            ("early_submissions", load(&STATS.early_submissions)),
-            ("recorded", load(&STATS.recorded)),
-            ("barriers", load(&STATS.barriers)),
-            ("submissions", load(&STATS.submissions)),
+            ("early_submissions", load(&stats.early_submissions)),
+            ("recorded", load(&stats.recorded)),
+            ("barriers", load(&stats.barriers)),
+            ("submissions", load(&stats.submissions)),
             ("flushes", flushes),
             ("host_syncs", host_syncs),
-            ("record_ns", load(&STATS.record_ns)),
-            ("submit_ns", load(&STATS.submit_ns)),
-            ("wait_ns", load(&STATS.wait_ns)),
-            ("gpu_ns", load(&STATS.gpu_ns)),
+            ("record_ns", load(&stats.record_ns)),
+            ("submit_ns", load(&stats.submit_ns)),
+            ("wait_ns", load(&stats.wait_ns)),
+            ("gpu_ns", load(&stats.gpu_ns)),
             ("gpu_timing", queue::GPU_TIMING.load(Ordering::Relaxed).encode(env)),
             ("pipelines_created", created.encode(env)),
             ("pipeline_hits", hits.encode(env)),
@@ -272,7 +303,7 @@ fn stats(env: Env) -> Term {
             ("pending_max_bytes", queue::MAX_QUEUED_BYTES.load(Ordering::Relaxed).encode(env)),
             ("gemm_coop", crate::ops::matmul::coop_status().encode(env)),
         ],
-    )
+    ))
 }
 
 /// `%{path: path | nil, status: :off | :missing | :loaded | :ignored, bytes: n, reason: why}`.

@@ -1,13 +1,15 @@
 //! One error type for the whole crate. NIFs return `Result<T, Error>`; rustler encodes it as
 //! `{:ok, t}` or `{:error, {kind, message}}`, and `Nx.Vulkan.Native.unwrap!/1` turns the error
 //! into `ArgumentError` (kind `argument`), `ArithmeticError` (kind `arithmetic`: a deferred check
-//! failed, see checks.rs), a host fallback (kind `unsupported`) or `Nx.Vulkan.Error` (kinds `vulkan`
-//! and `out_of_memory`).
+//! failed, see checks.rs), a host fallback (kind `unsupported`), `ArgumentError` again (kind
+//! `other_device`: tensors of one op on different devices, which the Elixir side can resolve
+//! first for constants and compiled programs) or `Nx.Vulkan.Error` (kinds `vulkan` and
+//! `out_of_memory`).
 use rustler::{Encoder, Env, Term};
 use std::fmt::Display;
 
 pub mod atoms {
-    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated, out_of_memory }
+    rustler::atoms! { argument, arithmetic, vulkan, unsupported, already_deallocated, out_of_memory, other_device }
 }
 
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub enum Error {
     /// An allocation would pass the memory budget, or the driver refused it, and reclaiming
     /// did not help (memory.rs). The Elixir side reclaims more and retries once before raising.
     OutOfMemory(String),
+    /// An op's tensors are on different devices (context.rs).
+    OtherDevice(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -51,6 +55,7 @@ impl Encoder for Error {
             Error::Unsupported(m) => (atoms::unsupported(), m.as_str()).encode(env),
             Error::Vulkan(m) => (atoms::vulkan(), m.as_str()).encode(env),
             Error::OutOfMemory(m) => (atoms::out_of_memory(), m.as_str()).encode(env),
+            Error::OtherDevice(m) => (atoms::other_device(), m.as_str()).encode(env),
         }
     }
 }

@@ -42,7 +42,7 @@ const MAX_INPUTS: usize = 8;
 const MAX_OPS: usize = 32;
 const MAX_OUTPUTS: usize = 4;
 
-static KERNELS: Lazy<DashMap<String, Arc<Pipeline>>> = Lazy::new(DashMap::new);
+static KERNELS: Lazy<DashMap<(usize, String), Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
 /// The dtype defines of the one variant fused (shaders.rs's F32P): f32 computed in f64, the
 /// default on lavapipe and the H200. There every op's result is rounded from f64 to f32 on its
@@ -648,16 +648,17 @@ fn index(access: &Access, at: &str) -> String {
     }
 }
 
-/// The pipeline of a generated kernel, compiled once per source.
+/// The pipeline of a generated kernel, compiled once per source and device.
 fn kernel(source: &str) -> Result<Arc<Pipeline>> {
-    if let Some(p) = KERNELS.get(source) {
+    let key = (crate::context::current(), source.to_string());
+    if let Some(p) = KERNELS.get(&key) {
         return Ok(p.clone());
     }
     let words = spirv(source)?;
     let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }
         .map_err(|e| Error::vulkan("loading a fused kernel", e))?;
     let pipeline = pipelines::runtime_pipeline("fused_elementwise", module);
-    KERNELS.insert(source.to_string(), pipeline.clone());
+    KERNELS.insert(key, pipeline.clone());
     Ok(pipeline)
 }
 

@@ -6,6 +6,7 @@
 //! would pass the limit. lavapipe never refuses an allocation itself, so the budget is also what
 //! makes out-of-memory behave the same, and testable, everywhere. A refusal (the budget's or the
 //! driver's) is one error, handled in tensor.rs: reclaim, retry, then "out of device memory".
+use crate::context::{current, MAX_DEVICES};
 use crate::error::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -17,19 +18,22 @@ use vulkano::memory::allocator::{
 use vulkano::memory::{DedicatedAllocation, ExternalMemoryHandleTypes, MemoryRequirements};
 use vulkano::{Validated, VulkanError};
 
-/// Bytes allocated now (tensors, the pool, staging buffers, and buffers only queued or in-flight
-/// commands still hold), and the most at once since start or the last `reset_peak`.
-static ALLOCATED: AtomicU64 = AtomicU64::new(0);
-static PEAK: AtomicU64 = AtomicU64::new(0);
-/// The budget in bytes; 0 until the Elixir side sets it at start (`Nx.Vulkan.Device.configure!/0`).
+/// Bytes allocated now on each device (tensors, the pool, staging buffers, and buffers only
+/// queued or in-flight commands still hold), and the most at once since start or the last
+/// `reset_peak`.
+static ALLOCATED: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+static PEAK: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+/// Each device's budget in bytes; 0 until the Elixir side sets it at start
+/// (`Nx.Vulkan.Device.configure!/0`).
 static LIMIT: AtomicU64 = AtomicU64::new(0);
 
+/// Bytes allocated now on the current device.
 pub fn allocated() -> u64 {
-    ALLOCATED.load(Ordering::Relaxed)
+    ALLOCATED[current()].load(Ordering::Relaxed)
 }
 
 pub fn peak() -> u64 {
-    PEAK.load(Ordering::Relaxed)
+    PEAK[current()].load(Ordering::Relaxed)
 }
 
 pub fn limit() -> u64 {
@@ -44,7 +48,7 @@ pub fn set_limit(bytes: u64) {
 }
 
 pub fn reset_peak() {
-    PEAK.store(allocated(), Ordering::Relaxed);
+    PEAK[current()].store(allocated(), Ordering::Relaxed);
 }
 
 /// Whether an allocation error means "no memory" (ours or the driver's), as opposed to a bug.
@@ -73,31 +77,34 @@ pub fn out_of_memory(requested: u64) -> Error {
 
 pub struct BudgetAllocator {
     inner: StandardMemoryAllocator,
+    /// The device index whose counters this allocator keeps (freeing runs on any thread).
+    index: usize,
 }
 
 impl BudgetAllocator {
-    pub fn new(device: Arc<Device>) -> Self {
+    pub fn new(device: Arc<Device>, index: usize) -> Self {
         BudgetAllocator {
             inner: StandardMemoryAllocator::new_default(device),
+            index,
         }
     }
 
     /// Counts `bytes` as allocated unless that passes the limit.
     fn reserve(&self, bytes: u64) -> Result<(), MemoryAllocatorError> {
-        let before = ALLOCATED.fetch_add(bytes, Ordering::AcqRel);
+        let before = ALLOCATED[self.index].fetch_add(bytes, Ordering::AcqRel);
         if before + bytes > limit() {
-            ALLOCATED.fetch_sub(bytes, Ordering::AcqRel);
+            ALLOCATED[self.index].fetch_sub(bytes, Ordering::AcqRel);
             return Err(MemoryAllocatorError::AllocateDeviceMemory(Validated::Error(
                 VulkanError::OutOfDeviceMemory,
             )));
         }
-        PEAK.fetch_max(before + bytes, Ordering::Relaxed);
+        PEAK[self.index].fetch_max(before + bytes, Ordering::Relaxed);
         Ok(())
     }
 
     /// Counts the reservation of an allocation that failed, or of one freed, as gone.
-    fn release(bytes: u64) {
-        ALLOCATED.fetch_sub(bytes, Ordering::AcqRel);
+    fn release(&self, bytes: u64) {
+        ALLOCATED[self.index].fetch_sub(bytes, Ordering::AcqRel);
     }
 
     fn counted(
@@ -106,7 +113,7 @@ impl BudgetAllocator {
         allocate: impl FnOnce() -> Result<MemoryAlloc, MemoryAllocatorError>,
     ) -> Result<MemoryAlloc, MemoryAllocatorError> {
         self.reserve(bytes)?;
-        allocate().inspect_err(|_| Self::release(bytes))
+        allocate().inspect_err(|_| self.release(bytes))
     }
 }
 
@@ -178,7 +185,7 @@ unsafe impl MemoryAllocator for BudgetAllocator {
     }
 
     unsafe fn deallocate(&self, allocation: MemoryAlloc) {
-        Self::release(size_of(&allocation));
+        self.release(size_of(&allocation));
         unsafe { self.inner.deallocate(allocation) }
     }
 }
@@ -189,9 +196,9 @@ impl BudgetAllocator {
     fn settle(&self, reserved: u64, allocation: MemoryAlloc) -> MemoryAlloc {
         let actual = size_of(&allocation);
         if actual > reserved {
-            ALLOCATED.fetch_add(actual - reserved, Ordering::AcqRel);
+            ALLOCATED[self.index].fetch_add(actual - reserved, Ordering::AcqRel);
         } else {
-            ALLOCATED.fetch_sub(reserved - actual, Ordering::AcqRel);
+            ALLOCATED[self.index].fetch_sub(reserved - actual, Ordering::AcqRel);
         }
         allocation
     }

@@ -8,10 +8,12 @@
 //! something to trust a driver with. A file that fails the check is ignored (and overwritten at
 //! the next save), never an error. Saved by the builder threads after each burst of creations and
 //! by `save_pipeline_cache/0` at application stop; written to a temporary file and renamed, so a
-//! reader never sees half a file.
-use crate::context::ctx;
+//! reader never sees half a file. Each device (context.rs) has its own VkPipelineCache, loaded
+//! from the same file (devices of one model share a file); each saves what it has, so the file
+//! holds the cache of the device that saved last.
+use crate::context::{ctx_at, default_index, MAX_DEVICES};
 use crate::error::{Error, Result};
-use once_cell::sync::Lazy;
+use once_cell::sync::OnceCell;
 use std::hash::Hasher;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,19 +42,24 @@ struct DiskCache {
     loaded: Loaded,
 }
 
-static DISK_CACHE: Lazy<Option<DiskCache>> = Lazy::new(|| open().ok());
-static DIRTY: AtomicBool = AtomicBool::new(false);
+static DISK_CACHES: [OnceCell<Option<DiskCache>>; MAX_DEVICES] = [const { OnceCell::new() }; MAX_DEVICES];
+/// Per device: pipelines were created since its last save.
+static DIRTY: [AtomicBool; MAX_DEVICES] = [const { AtomicBool::new(false) }; MAX_DEVICES];
 /// Saves one at a time (a builder thread and the stop hook may both save).
 static SAVING: Mutex<()> = Mutex::new(());
 
-/// The VkPipelineCache every pipeline is created through (None if even an empty one could not be
-/// created: pipelines are then created without one).
-pub fn cache() -> Option<Arc<PipelineCache>> {
-    DISK_CACHE.as_ref().map(|d| d.cache.clone())
+fn disk_cache(device: usize) -> Option<&'static DiskCache> {
+    DISK_CACHES.get(device)?.get_or_init(|| open(device).ok()).as_ref()
 }
 
-pub fn mark_dirty() {
-    DIRTY.store(true, Ordering::Release);
+/// The VkPipelineCache every pipeline of `device` is created through (None if even an empty one
+/// could not be created: pipelines are then created without one).
+pub fn cache(device: usize) -> Option<Arc<PipelineCache>> {
+    disk_cache(device).map(|d| d.cache.clone())
+}
+
+pub fn mark_dirty(device: usize) {
+    DIRTY[device].store(true, Ordering::Release);
 }
 
 /// The cache directory (also where fuse.rs keeps the SPIR-V of fused kernels).
@@ -76,8 +83,8 @@ pub fn hash(data: &[u8]) -> u64 {
     h.finish()
 }
 
-fn open() -> Result<DiskCache> {
-    let c = ctx()?;
+fn open(device: usize) -> Result<DiskCache> {
+    let c = ctx_at(device)?;
     let props = c.device.physical_device().properties();
     let mut header = [0u8; 36];
     header[..8].copy_from_slice(MAGIC);
@@ -147,16 +154,18 @@ fn check<'a>(file: &'a [u8], header: &[u8; 36]) -> std::result::Result<&'a [u8],
     Ok(data)
 }
 
-/// Writes the cache if pipelines were created since the last save.
+/// Writes each device's cache if pipelines were created on it since its last save.
 pub fn save_if_dirty() {
-    if DIRTY.swap(false, Ordering::AcqRel) && save().is_err() {
-        // Try again after the next creation.
-        DIRTY.store(true, Ordering::Release);
+    for device in 0..MAX_DEVICES {
+        if DIRTY[device].swap(false, Ordering::AcqRel) && save(device).is_err() {
+            // Try again after the next creation.
+            DIRTY[device].store(true, Ordering::Release);
+        }
     }
 }
 
-fn save() -> Result<()> {
-    let Some(disk) = DISK_CACHE.as_ref() else { return Ok(()) };
+fn save(device: usize) -> Result<()> {
+    let Some(disk) = DISK_CACHES[device].get().and_then(Option::as_ref) else { return Ok(()) };
     let Some(path) = &disk.path else { return Ok(()) };
     let _one_at_a_time = SAVING.lock().map_err(|_| Error::Vulkan("the pipeline cache lock was poisoned".into()))?;
     let data = disk
@@ -180,16 +189,18 @@ fn save() -> Result<()> {
 /// Saves now (application stop); waits for nothing but the write.
 #[rustler::nif(schedule = "DirtyIo")]
 fn save_pipeline_cache() -> Result<rustler::Atom> {
-    if DIRTY.swap(false, Ordering::AcqRel) {
-        save()?;
+    for device in 0..MAX_DEVICES {
+        if DIRTY[device].swap(false, Ordering::AcqRel) {
+            save(device)?;
+        }
     }
     Ok(rustler::types::atom::ok())
 }
 
-/// (path, what happened at load) for stats.
+/// (path, what happened at load) for stats: the default device's.
 pub fn info() -> (Option<String>, Loaded) {
-    // Not opened yet (no pipeline created so far): say where it would be.
-    let Some(opened) = Lazy::get(&DISK_CACHE) else { return (None, Loaded::Missing) };
+    // Not opened yet (no pipeline created so far).
+    let Some(opened) = default_index().ok().and_then(|d| DISK_CACHES[d].get()) else { return (None, Loaded::Missing) };
     match opened {
         None => (None, Loaded::Off),
         Some(d) => (d.path.as_ref().map(|p| p.display().to_string()), d.loaded.clone()),

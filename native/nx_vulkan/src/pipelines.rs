@@ -13,7 +13,7 @@
 //! Pipelines go through one VkPipelineCache, saved to disk (pipeline_disk_cache.rs) after each burst
 //! of creations and at application stop, and loaded at start, so on a driver that caches compiled
 //! code a second VM start compiles nothing the first one compiled (lavapipe's cache holds none).
-use crate::context::ctx;
+use crate::context::{ctx_at, current};
 use crate::error::{unsupported, Error, Result};
 use crate::pipeline_disk_cache;
 use crossbeam_channel::{unbounded, Sender};
@@ -43,15 +43,17 @@ pub struct Kernel {
 }
 
 /// The kernel's name by address and length (each is a distinct static string: no hashing of the
-/// text on every dispatch; the length keeps a name apart from one it might prefix) and
-/// specialization constant 0.
-type Key = (usize, usize, u32);
+/// text on every dispatch; the length keeps a name apart from one it might prefix),
+/// specialization constant 0, and the device index.
+type Key = (usize, usize, u32, usize);
 
 /// One pipeline variant, created at most once (by a builder thread or the GPU thread, whichever
 /// comes first; the other waits for it).
 pub struct Pipeline {
     kernel: Kernel,
     op: u32,
+    /// The device index it is created on.
+    device: usize,
     module: Arc<ShaderModule>,
     /// Elements each invocation visits (specialization constant 2 of the element-wise kernels,
     /// common.glsl's FOR_EACH_ELEMENT; 1 for every other kernel).
@@ -67,7 +69,7 @@ impl Pipeline {
 
     /// The same kernel's pipeline slot with specialization constant 0 set to `op`.
     pub fn with_op(&self, op: u32) -> Result<Arc<Pipeline>> {
-        pipeline(self.kernel, op)
+        pipeline_on(self.device, self.kernel, op)
     }
 
     /// The created pipeline; creates it now if nobody has started to (blocks while another thread
@@ -78,7 +80,7 @@ impl Pipeline {
 
     fn create(&self) -> Result<Arc<ComputePipeline>> {
         let started = Instant::now();
-        let c = ctx()?;
+        let c = ctx_at(self.device)?;
         let name = self.kernel.name;
         let mut spec = HashMap::default();
         let constants = self.module.specialization_constants();
@@ -112,7 +114,7 @@ impl Pipeline {
         let in_driver = Instant::now();
         let pipeline = ComputePipeline::new(
             c.device.clone(),
-            pipeline_disk_cache::cache(),
+            pipeline_disk_cache::cache(self.device),
             ComputePipelineCreateInfo::stage_layout(stage, layout),
         )
         .map_err(|e| Error::vulkan(&format!("creating pipeline {name}"), e))?;
@@ -120,7 +122,7 @@ impl Pipeline {
         CREATED.fetch_add(1, Ordering::Relaxed);
         CREATE_US.fetch_add(us, Ordering::Relaxed);
         DRIVER_US.fetch_add(in_driver.elapsed().as_micros() as u64, Ordering::Relaxed);
-        pipeline_disk_cache::mark_dirty();
+        pipeline_disk_cache::mark_dirty(self.device);
         crate::events::pipeline_created(name, self.op, us);
         Ok(pipeline)
     }
@@ -129,8 +131,8 @@ impl Pipeline {
 /// Looked up by every op (foldhash: SipHash measured a visible share of an eager op's host time).
 static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<Pipeline>, foldhash::fast::RandomState>> =
     Lazy::new(|| DashMap::with_hasher(Default::default()));
-/// Shader modules by kernel, shared by its specializations.
-static MODULES: Lazy<DashMap<(usize, usize), Result<Arc<ShaderModule>>>> = Lazy::new(DashMap::new);
+/// Shader modules by kernel and device, shared by its specializations.
+static MODULES: Lazy<DashMap<(usize, usize, usize), Result<Arc<ShaderModule>>>> = Lazy::new(DashMap::new);
 
 pub static CREATED: AtomicU64 = AtomicU64::new(0);
 pub static CREATE_US: AtomicU64 = AtomicU64::new(0);
@@ -142,12 +144,16 @@ pub static HITS: AtomicU64 = AtomicU64::new(0);
 /// The pipeline slot for `kernel` with specialization constant 0 set to `op` (kernels without one
 /// ignore it). Never creates the pipeline (see the module doc): safe on a normal scheduler.
 pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
-    let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op);
+    pipeline_on(current(), kernel, op)
+}
+
+fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
+    let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op, device);
     if let Some(p) = PIPELINE_CACHE.get(&key) {
         HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(p.clone());
     }
-    let module = module(kernel)?;
+    let module = module(device, kernel)?;
     let per_invocation = if module.specialization_constants().contains_key(&2) {
         crate::policy::elements_per_invocation()
     } else {
@@ -156,6 +162,7 @@ pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
     let slot = Arc::new(Pipeline {
         kernel,
         op,
+        device,
         module,
         per_invocation,
         created: OnceCell::new(),
@@ -175,7 +182,7 @@ pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>) -> Arc<Pi
     let per_invocation =
         if module.specialization_constants().contains_key(&2) { crate::policy::elements_per_invocation() } else { 1 };
     let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false };
-    let slot = Arc::new(Pipeline { kernel, op: 0, module, per_invocation, created: OnceCell::new() });
+    let slot = Arc::new(Pipeline { kernel, op: 0, device: current(), module, per_invocation, created: OnceCell::new() });
     let _ = BUILDERS.send(slot.clone());
     slot
 }
@@ -189,29 +196,30 @@ fn describe(e: &vulkano::Validated<vulkano::VulkanError>) -> String {
     }
 }
 
-fn module(kernel: Kernel) -> Result<Arc<ShaderModule>> {
-    let key = (kernel.name.as_ptr() as usize, kernel.name.len());
+fn module(device: usize, kernel: Kernel) -> Result<Arc<ShaderModule>> {
+    let key = (kernel.name.as_ptr() as usize, kernel.name.len(), device);
     if let Some(m) = MODULES.get(&key) {
         return m.clone();
     }
     // A module that needs a feature the device lacks (f64, int64, 8/16-bit storage) fails here:
     // that is "the device cannot do this", so the op goes through the host fallback (the failure
     // is kept too, so each later fallback does not load it again).
-    let module = (kernel.load)(ctx()?.device.clone())
+    let module = (kernel.load)(ctx_at(device)?.device.clone())
         .map_err(|e| unsupported!("kernel {} is not available on this device ({})", kernel.name, describe(&e)));
     MODULES.entry(key).or_insert(module).clone()
 }
 
-/// Loads every kernel's shader module on a background thread. vulkano parses the SPIR-V of a module
-/// for reflection (up to ~5 ms for the largest kernels on lavapipe's host): done at start, no op
-/// does it on its scheduler (one used before this finishes loads its own module).
-pub fn preload_modules() {
+/// Loads every kernel's shader module for `device` on a background thread. vulkano parses the
+/// SPIR-V of a module for reflection (up to ~5 ms for the largest kernels on lavapipe's host):
+/// done when a device opens, no op does it on its scheduler (one used before this finishes loads
+/// its own module).
+pub fn preload_modules(device: usize) {
     let _ = std::thread::Builder::new()
-        .name("nx_vulkan_modules".into())
-        .spawn(|| {
+        .name(format!("nx_vulkan_modules_{device}"))
+        .spawn(move || {
             for kernel in crate::shaders::all() {
                 let _inside = crate::exit_guard::enter();
-                let _ = std::panic::catch_unwind(|| module(kernel));
+                let _ = std::panic::catch_unwind(|| module(device, kernel));
             }
         });
 }

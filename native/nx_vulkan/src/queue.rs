@@ -16,11 +16,11 @@
 //! well under one. Commands keep every buffer and pipeline they use alive until their command
 //! buffer's fence has signalled: a tensor garbage-collected while its work is pending or in
 //! flight stays alive until that work is done.
-use crate::context::ctx;
+use crate::context::{ctx, current, MAX_DEVICES};
 use crate::error::{Error, Result};
 use ash::vk;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use once_cell::sync::Lazy;
+use once_cell::sync::{Lazy, OnceCell};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use crossbeam_utils::CachePadded;
@@ -122,30 +122,27 @@ impl Command {
 struct Queued {
     command: Command,
     bytes: u64,
+    /// The device whose queue counts it.
+    device: usize,
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        QUEUED_COMMANDS.fetch_sub(1, Ordering::AcqRel);
-        QUEUED_BYTES.fetch_sub(self.bytes, Ordering::AcqRel);
+        let q = queue_at(self.device);
+        q.queued_commands.fetch_sub(1, Ordering::AcqRel);
+        q.queued_bytes.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
-
-/// Commands recorded and not yet retired (pending, in the open command buffer, or in flight),
-/// and the bytes they write.
-/// Every op's caller and the GPU thread both write these (and PENDING_COUNT): each sits on a
-/// cache line of its own, so that a write to one does not take the line of the settings every op
-/// reads (BATCH_MAX, the bounds) or of the others away from the other core.
-static QUEUED_COMMANDS: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
-static QUEUED_BYTES: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 /// The pending queue's bound (`Nx.Vulkan.set_pending_limits/1`, `NXV_PENDING_COMMANDS`,
 /// `NXV_PENDING_BYTES`): a producer past either waits in `throttle` (a dirty NIF) until the GPU
 /// has retired enough. Set at start by the Elixir side.
 pub static MAX_QUEUED_COMMANDS: AtomicUsize = AtomicUsize::new(4096);
 pub static MAX_QUEUED_BYTES: AtomicU64 = AtomicU64::new(u64::MAX);
 
+/// The current device's queued commands and the bytes they write.
 pub fn queued() -> (usize, u64) {
-    (QUEUED_COMMANDS.load(Ordering::Acquire), QUEUED_BYTES.load(Ordering::Acquire))
+    let q = queue();
+    (q.queued_commands.load(Ordering::Acquire), q.queued_bytes.load(Ordering::Acquire))
 }
 
 /// Whether the queue is past its bound (a producer should wait in `throttle`).
@@ -217,7 +214,7 @@ pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
 /// but on a CPU device (lavapipe) it steals a core from the threads doing the work.
 pub static FENCE_SPIN_US: AtomicU64 = AtomicU64::new(200);
 /// Whether each submission writes a timestamp before its first command and after every command
-/// (STATS.gpu_ns, and per kernel in KERNEL_TIMES). Off by default: the queries cost a little per
+/// (stats().gpu_ns, and per kernel in KERNEL_TIMES). Off by default: the queries cost a little per
 /// command. With it on, a command buffer holds at most TIMED_COMMANDS commands.
 pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 /// With GPU_TIMING: a timestamp after every command (per-kernel times), or only at the start and
@@ -234,10 +231,6 @@ const TIMED_COMMANDS: usize = 1024;
 /// GPU time by kernel name while GPU_TIMING is on: (commands, ns from the end of the previous
 /// command to the end of this one; overlapping independent commands share their time).
 pub static KERNEL_TIMES: Lazy<Mutex<HashMap<&'static str, (u64, u64)>>> = Lazy::new(Default::default);
-/// Commands pushed and not yet taken by the GPU thread.
-static PENDING_COUNT: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
-/// Set while a Drain is on its way, so a burst of commands wakes the thread once.
-static DRAIN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Aligned to cache lines of its own: the GPU thread writes it for every command, and the
 /// settings every op reads must not share its lines.
@@ -260,38 +253,78 @@ pub struct Stats {
     pub gpu_ns: AtomicU64,
 }
 
-pub static STATS: Stats = Stats {
-    recorded: AtomicU64::new(0),
-    early_submissions: AtomicU64::new(0),
-    barriers: AtomicU64::new(0),
-    submissions: AtomicU64::new(0),
-    flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
-    host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
-    record_ns: AtomicU64::new(0),
-    submit_ns: AtomicU64::new(0),
-    wait_ns: AtomicU64::new(0),
-    gpu_ns: AtomicU64::new(0),
-};
-
-struct Channels {
-    pending: Sender<Queued>,
-    control: Sender<Control>,
+impl Stats {
+    const fn new() -> Stats {
+        Stats {
+            recorded: AtomicU64::new(0),
+            early_submissions: AtomicU64::new(0),
+            barriers: AtomicU64::new(0),
+            submissions: AtomicU64::new(0),
+            flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
+            host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
+            record_ns: AtomicU64::new(0),
+            submit_ns: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+            gpu_ns: AtomicU64::new(0),
+        }
+    }
 }
 
-static QUEUE: Lazy<Channels> = Lazy::new(|| {
-    let (pending_tx, pending_rx) = unbounded::<Queued>();
-    let (control_tx, control_rx) = unbounded::<Control>();
-    std::thread::Builder::new()
-        .name("nx_vulkan_gpu".into())
-        // Vulkan drivers (lavapipe especially) want more stack than a BEAM scheduler has.
-        .stack_size(16 << 20)
-        .spawn(move || gpu_thread(pending_rx, control_rx))
-        .expect("spawning the nx_vulkan GPU thread");
-    Channels {
-        pending: pending_tx,
-        control: control_tx,
-    }
-});
+/// One device's pending queue: the channels to its GPU thread, and its counters.
+struct DeviceQueue {
+    pending: Sender<Queued>,
+    control: Sender<Control>,
+    /// Commands recorded and not yet retired (pending, in the open command buffer, or in
+    /// flight), and the bytes they write. Every op's caller and the GPU thread both write these
+    /// (and pending_count): each sits on a cache line of its own, so that a write to one does not
+    /// take the line of the settings every op reads (BATCH_MAX, the bounds) or of the others
+    /// away from the other core.
+    queued_commands: CachePadded<AtomicUsize>,
+    queued_bytes: CachePadded<AtomicU64>,
+    /// Commands pushed and not yet taken by the GPU thread.
+    pending_count: CachePadded<AtomicUsize>,
+    /// Set while a Drain is on its way, so a burst of commands wakes the thread once.
+    drain_requested: AtomicBool,
+    stats: Stats,
+}
+
+static QUEUES: [OnceCell<DeviceQueue>; MAX_DEVICES] = [const { OnceCell::new() }; MAX_DEVICES];
+
+/// The current device's queue.
+fn queue() -> &'static DeviceQueue {
+    queue_at(current())
+}
+
+/// Device `device`'s queue, with its GPU thread started on first use.
+fn queue_at(device: usize) -> &'static DeviceQueue {
+    QUEUES[device].get_or_init(|| {
+        let (pending_tx, pending_rx) = unbounded::<Queued>();
+        let (control_tx, control_rx) = unbounded::<Control>();
+        std::thread::Builder::new()
+            .name(format!("nx_vulkan_gpu_{device}"))
+            // Vulkan drivers (lavapipe especially) want more stack than a BEAM scheduler has.
+            .stack_size(16 << 20)
+            .spawn(move || {
+                crate::context::set_thread_device(device);
+                gpu_thread(pending_rx, control_rx)
+            })
+            .expect("spawning the nx_vulkan GPU thread");
+        DeviceQueue {
+            pending: pending_tx,
+            control: control_tx,
+            queued_commands: CachePadded::new(AtomicUsize::new(0)),
+            queued_bytes: CachePadded::new(AtomicU64::new(0)),
+            pending_count: CachePadded::new(AtomicUsize::new(0)),
+            drain_requested: AtomicBool::new(false),
+            stats: Stats::new(),
+        }
+    })
+}
+
+/// The current device's counters.
+pub fn stats() -> &'static Stats {
+    &queue().stats
+}
 
 fn stopped() -> Error {
     Error::Vulkan("the GPU thread has stopped".into())
@@ -301,12 +334,14 @@ fn stopped() -> Error {
 /// the cap if that is smaller).
 pub fn record(command: Command) -> Result<()> {
     let bytes = command.written_bytes();
-    QUEUED_COMMANDS.fetch_add(1, Ordering::AcqRel);
-    QUEUED_BYTES.fetch_add(bytes, Ordering::AcqRel);
-    QUEUE.pending.send(Queued { command, bytes }).map_err(|_| stopped())?;
-    let pending = PENDING_COUNT.fetch_add(1, Ordering::AcqRel) + 1;
-    if pending >= batch_max().min(RECORD_AHEAD) && !DRAIN_REQUESTED.swap(true, Ordering::AcqRel) {
-        QUEUE.control.send(Control::Drain).map_err(|_| stopped())?;
+    let device = current();
+    let q = queue_at(device);
+    q.queued_commands.fetch_add(1, Ordering::AcqRel);
+    q.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+    q.pending.send(Queued { command, bytes, device }).map_err(|_| stopped())?;
+    let pending = q.pending_count.fetch_add(1, Ordering::AcqRel) + 1;
+    if pending >= batch_max().min(RECORD_AHEAD) && !q.drain_requested.swap(true, Ordering::AcqRel) {
+        q.control.send(Control::Drain).map_err(|_| stopped())?;
     }
     Ok(())
 }
@@ -319,7 +354,7 @@ fn batch_max() -> usize {
 /// Submits everything pending and waits for it; returns the first error recorded since the last flush.
 pub fn flush(reason: FlushReason) -> Result<()> {
     let (tx, rx) = bounded(1);
-    QUEUE
+    queue()
         .control
         .send(Control::Flush(reason, tx))
         .map_err(|_| stopped())?;
@@ -333,7 +368,7 @@ pub fn throttle() -> Result<()> {
         return Ok(());
     }
     let (tx, rx) = bounded(1);
-    QUEUE.control.send(Control::Throttle(tx)).map_err(|_| stopped())?;
+    queue().control.send(Control::Throttle(tx)).map_err(|_| stopped())?;
     rx.recv().map_err(|_| stopped())
 }
 
@@ -345,24 +380,24 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
             Control::Drain => recorder.drain(&pending),
             Control::Flush(reason, reply) => {
                 let started = Instant::now();
-                let recorded = STATS.recorded.load(Ordering::Relaxed);
-                STATS.flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
+                let recorded = stats().recorded.load(Ordering::Relaxed);
+                stats().flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
                 // A flush with nothing recorded since the last one returns without a fence wait.
                 if recorder.open.is_some() || !recorder.in_flight.is_empty() {
-                    STATS.host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
+                    stats().host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
                 }
                 recorder.guarded(|r| r.submit(true, FLUSH_REASON_NAMES[reason as usize]));
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
-                let commands = STATS.recorded.load(Ordering::Relaxed) - recorded;
+                let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 crate::events::flush(reason, commands, started.elapsed().as_micros() as u64);
             }
             Control::Throttle(reply) => {
                 let started = Instant::now();
-                let recorded = STATS.recorded.load(Ordering::Relaxed);
+                let recorded = stats().recorded.load(Ordering::Relaxed);
                 // Counted as a flush and a host sync: a producer waits for the GPU here.
-                STATS.flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
-                STATS.host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
+                stats().flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
+                stats().host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(&pending);
                 while over_bound() {
                     if recorder.open.is_some() {
@@ -375,7 +410,7 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
                     }
                 }
                 let _ = reply.send(());
-                let commands = STATS.recorded.load(Ordering::Relaxed) - recorded;
+                let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 crate::events::flush(FlushReason::Backpressure, commands, started.elapsed().as_micros() as u64);
             }
         }
@@ -588,7 +623,7 @@ unsafe fn record_into(
             Command::Copy { src, dst, bytes } => {
                 if hazards.needs_barrier(&[handle(src)], &[handle(dst)]) {
                     cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-                    STATS.barriers.fetch_add(1, Ordering::Relaxed);
+                    stats().barriers.fetch_add(1, Ordering::Relaxed);
                 }
                 cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(src.clone().slice(..*bytes), dst.clone().slice(..*bytes)));
             }
@@ -618,7 +653,7 @@ unsafe fn record_dispatch_tracked(
     unsafe {
         if hazards.needs_barrier(&reads, &writes) {
             record_compute_barrier(cb.handle(), created);
-            STATS.barriers.fetch_add(1, Ordering::Relaxed);
+            stats().barriers.fetch_add(1, Ordering::Relaxed);
         }
         record_dispatch(cb.handle(), d, bindings, created, bound);
     }
@@ -699,7 +734,7 @@ unsafe fn record_replay(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
         (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), 1, &secondary.handle());
         batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
         batch.hazards = Hazards::default();
-        STATS.barriers.fetch_add(2, Ordering::Relaxed);
+        stats().barriers.fetch_add(2, Ordering::Relaxed);
         // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
         batch.bound_pipeline = vk::Pipeline::null();
         let outputs: SmallVec<[_; 8]> = program.outputs().iter().zip(&replay.outputs).collect();
@@ -769,15 +804,15 @@ impl Recorder {
     /// Records every pending command into the open command buffer, submitting it (and waiting)
     /// each time it reaches the cap.
     fn drain(&mut self, pending: &Receiver<Queued>) {
-        DRAIN_REQUESTED.store(false, Ordering::Release);
+        queue().drain_requested.store(false, Ordering::Release);
         while let Ok(command) = pending.try_recv() {
-            PENDING_COUNT.fetch_sub(1, Ordering::AcqRel);
+            queue().pending_count.fetch_sub(1, Ordering::AcqRel);
             self.guarded(|r| r.record(command));
             let full = self.open.as_ref().is_some_and(|b| {
                 b.commands.len() >= batch_max() || (b.timestamps.is_some() && b.commands.len() >= TIMED_COMMANDS)
             });
             if full {
-                STATS.flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
+                stats().flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
                 self.guarded(|r| r.submit(false, "batch_cap"));
             }
         }
@@ -785,7 +820,7 @@ impl Recorder {
             && self.in_flight.is_empty()
             && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN);
         if early {
-            STATS.early_submissions.fetch_add(1, Ordering::Relaxed);
+            stats().early_submissions.fetch_add(1, Ordering::Relaxed);
             self.guarded(|r| r.submit(false, "early_submit"));
         }
     }
@@ -853,8 +888,8 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-            STATS.recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
-            STATS.record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
+            stats().recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
+            stats().record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest()?;
             }
@@ -868,10 +903,10 @@ impl Recorder {
                 self.free_fences.push(fence);
                 return Err(Error::Vulkan(format!("vkQueueSubmit failed: {status:?}")));
             }
-            STATS.submissions.fetch_add(1, Ordering::Relaxed);
+            stats().submissions.fetch_add(1, Ordering::Relaxed);
             let submitted = Instant::now();
             let submit_ns = (submitted - started).as_nanos() as u64;
-            STATS.submit_ns.fetch_add(submit_ns, Ordering::Relaxed);
+            stats().submit_ns.fetch_add(submit_ns, Ordering::Relaxed);
             crate::events::submit(reason, batch.commands.len(), (batch.recording_ns + submit_ns) / 1000);
             self.in_flight.push_back(InFlight {
                 fence,
@@ -910,7 +945,7 @@ impl Recorder {
             }
             std::hint::spin_loop();
         }
-        STATS
+        stats()
             .wait_ns
             .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
         unsafe { done.fence.reset() }.map_err(|e| Error::vulkan("resetting a fence", e))?;
@@ -920,7 +955,7 @@ impl Recorder {
             pool.get_results(0..n as u32 + 1, &mut ticks, QueryResultFlags::WAIT)
                 .map_err(|e| Error::vulkan("reading timestamps", e))?;
             let ns = |a: u64, b: u64| (b.saturating_sub(a) as f64 * c.info.timestamp_period as f64) as u64;
-            STATS.gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
+            stats().gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
             if let Some(mut times) = KERNEL_TIMES.lock().ok().filter(|_| done.per_command) {
                 for (i, command) in done.commands.iter().enumerate() {
                     let name = match &command.command {

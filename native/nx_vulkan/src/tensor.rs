@@ -2,7 +2,7 @@
 //! upload and download NIFs. A buffer is plain bytes; shape and dtype live on the Elixir side, so
 //! reshape, squeeze and bitcast never touch the device.
 use crate::checks::{self, CheckSet};
-use crate::context::ctx;
+use crate::context::{ctx, current, MAX_DEVICES};
 use crate::error::{arg_error, Error, Result};
 use crate::queue::{self, Command, FlushReason};
 use rustler::{Binary, Env, NewBinary, ResourceArc};
@@ -27,6 +27,11 @@ pub struct DeviceBuffer {
     pub checks: Mutex<Option<Arc<CheckSet>>>,
     /// Captures and compiled programs using the buffer (capture.rs): deallocation waits for none.
     pub held: AtomicUsize,
+    /// The device index the buffer lives on (context.rs).
+    pub device: usize,
+    /// What `fill` wrote (element bytes, count, bits), for a tensor it made: such a constant can
+    /// be made again on another device (ops/layout.rs refill).
+    pub filled: std::sync::OnceLock<(u64, u64, u64)>,
 }
 
 impl DeviceBuffer {
@@ -45,9 +50,9 @@ impl DeviceBuffer {
         let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
         match taken {
             Some(buffer) => {
-                LIVE_BYTES.fetch_sub(buffer.size(), Ordering::Relaxed);
-                LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
-                give_back(Kind::Tensor, buffer);
+                LIVE_BYTES[self.device].fetch_sub(buffer.size(), Ordering::Relaxed);
+                LIVE_BUFFERS[self.device].fetch_sub(1, Ordering::Relaxed);
+                give_back(self.device, Kind::Tensor, buffer);
                 true
             }
             None => false,
@@ -65,9 +70,10 @@ impl std::panic::UnwindSafe for DeviceBuffer {}
 
 pub type BufferRef = ResourceArc<DeviceBuffer>;
 
-static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
-static LIVE_BUFFERS: AtomicU64 = AtomicU64::new(0);
-static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Per device: bytes and buffers of live tensors, and the most bytes at once.
+static LIVE_BYTES: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+static LIVE_BUFFERS: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+static PEAK_BYTES: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
@@ -168,8 +174,14 @@ static TRIMMER: Lazy<()> = Lazy::new(|| {
 });
 const TRIM_PERIOD_MS: u64 = 1000;
 
-/// Frees the pooled buffers that have waited longer than POOL_IDLE_MS.
+/// Frees the pooled buffers that have waited longer than POOL_IDLE_MS, on every device.
 fn trim_idle() {
+    for pool in POOLS.iter() {
+        trim_idle_in(pool);
+    }
+}
+
+fn trim_idle_in(pool: &Mutex<Pool>) {
     let idle = POOL_IDLE_MS.load(Ordering::Relaxed);
     if idle == 0 && POOL_MAX_AGE_MS.load(Ordering::Relaxed) == 0 {
         return;
@@ -178,7 +190,7 @@ fn trim_idle() {
     // Taken out under the lock, freed after it: freeing device memory can take a while, and
     // every allocation waits on this lock.
     let mut expired = Vec::new();
-    if let Ok(mut pool) = POOL.lock() {
+    if let Ok(mut pool) = pool.lock() {
         let Pool { free, bytes, born } = &mut *pool;
         let mut freed = 0;
         for ((_, class), list) in free.iter_mut() {
@@ -194,16 +206,17 @@ fn trim_idle() {
     drop(expired);
 }
 
-static POOL: Lazy<Mutex<Pool>> = Lazy::new(|| Mutex::new(Pool::default()));
-static POOL_HITS: AtomicU64 = AtomicU64::new(0);
-static POOL_MISSES: AtomicU64 = AtomicU64::new(0);
+/// One pool per device.
+static POOLS: Lazy<Vec<Mutex<Pool>>> = Lazy::new(|| (0..MAX_DEVICES).map(|_| Mutex::new(Pool::default())).collect());
+static POOL_HITS: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
+static POOL_MISSES: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
 
 fn size_class(bytes: u64) -> u64 {
     bytes.max(256).next_power_of_two()
 }
 
 fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
-    let mut pool = POOL.lock().ok()?;
+    let mut pool = POOLS[current()].lock().ok()?;
     let list = pool.free.get_mut(&(kind, class))?;
     // A tensor buffer is only touched by commands, so it can be handed out while queued or
     // in-flight commands still use it: the recorder orders the new tensor's commands after
@@ -220,14 +233,15 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
     Some(buffer)
 }
 
-pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
+/// Returns a buffer of device `device` to its pool.
+pub(crate) fn give_back(device: usize, kind: Kind, buffer: Subbuffer<[u8]>) {
     let class = buffer.size();
     if !poolable(class) {
         return;
     }
     let cap = pool_max_bytes();
     Lazy::force(&TRIMMER);
-    if let Ok(mut pool) = POOL.lock() {
+    if let Ok(mut pool) = POOLS[device].lock() {
         if past_age(&buffer, &mut pool.born) {
             return;
         }
@@ -252,21 +266,26 @@ pub(crate) fn give_back(kind: Kind, buffer: Subbuffer<[u8]>) {
     }
 }
 
+/// The current device's pool: (hits, misses, bytes pooled).
 pub fn pool_stats() -> (u64, u64, u64) {
-    let pooled = POOL.lock().map(|p| p.bytes).unwrap_or(0);
-    (POOL_HITS.load(Ordering::Relaxed), POOL_MISSES.load(Ordering::Relaxed), pooled)
+    let d = current();
+    let pooled = POOLS[d].lock().map(|p| p.bytes).unwrap_or(0);
+    (POOL_HITS[d].load(Ordering::Relaxed), POOL_MISSES[d].load(Ordering::Relaxed), pooled)
 }
 
+/// The current device's live tensors: (bytes, buffers, peak bytes).
 pub fn memory_stats() -> (u64, u64, u64) {
+    let d = current();
     (
-        LIVE_BYTES.load(Ordering::Relaxed),
-        LIVE_BUFFERS.load(Ordering::Relaxed),
-        PEAK_BYTES.load(Ordering::Relaxed),
+        LIVE_BYTES[d].load(Ordering::Relaxed),
+        LIVE_BUFFERS[d].load(Ordering::Relaxed),
+        PEAK_BYTES[d].load(Ordering::Relaxed),
     )
 }
 
 pub fn reset_peak() {
-    PEAK_BYTES.store(LIVE_BYTES.load(Ordering::Relaxed), Ordering::Relaxed);
+    let d = current();
+    PEAK_BYTES[d].store(LIVE_BYTES[d].load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
 pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
@@ -279,13 +298,13 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
         bytes.div_ceil(16) * 16
     };
     if let Some(buffer) = take(kind, size) {
-        POOL_HITS.fetch_add(1, Ordering::Relaxed);
+        POOL_HITS[current()].fetch_add(1, Ordering::Relaxed);
         return Ok(buffer);
     }
-    POOL_MISSES.fetch_add(1, Ordering::Relaxed);
+    POOL_MISSES[current()].fetch_add(1, Ordering::Relaxed);
     let buffer = new_buffer(kind, bytes, size)?;
     if poolable(size) {
-        if let Ok(mut pool) = POOL.lock() {
+        if let Ok(mut pool) = POOLS[current()].lock() {
             pool.born.insert(queue::handle(&buffer), Instant::now());
         }
     }
@@ -363,21 +382,26 @@ fn on_normal_scheduler() -> bool {
     unsafe { rustler::sys::enif_thread_type() == rustler::sys::ERL_NIF_THR_NORMAL_SCHEDULER }
 }
 
-/// Frees every idle buffer in the pool (those in-flight commands still use go when they finish).
+/// Frees every idle buffer in the current device's pool (those in-flight commands still use go
+/// when they finish).
 pub fn trim_pool() {
-    let freed = POOL.lock().map(|mut pool| {
+    let freed = POOLS[current()].lock().map(|mut pool| {
         pool.bytes = 0;
         std::mem::take(&mut pool.free)
     });
     drop(freed);
 }
 
-/// Waits for queued and in-flight work and empties the pool: what the Elixir side does (with a
-/// garbage collection of the calling process) before it retries an op that ran out of memory.
+/// Waits for queued and in-flight work and empties the pool, on every device opened: what the
+/// Elixir side does (with a garbage collection of the calling process) before it retries an op
+/// that ran out of memory.
 #[rustler::nif(schedule = "DirtyIo")]
 fn reclaim() -> Result<rustler::Atom> {
-    queue::flush(FlushReason::Reclaim)?;
-    trim_pool();
+    for device in crate::context::opened() {
+        let _device = crate::context::use_device(device)?;
+        queue::flush(FlushReason::Reclaim)?;
+        trim_pool();
+    }
     Ok(rustler::types::atom::ok())
 }
 
@@ -385,25 +409,29 @@ fn reclaim() -> Result<rustler::Atom> {
 pub fn alloc(bytes: u64) -> Result<BufferRef> {
     let buffer = raw_buffer(Kind::Tensor, bytes)?;
     let size = buffer.size();
-    let live = LIVE_BYTES.fetch_add(size, Ordering::Relaxed) + size;
-    PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
-    LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
+    let device = current();
+    let live = LIVE_BYTES[device].fetch_add(size, Ordering::Relaxed) + size;
+    PEAK_BYTES[device].fetch_max(live, Ordering::Relaxed);
+    LIVE_BUFFERS[device].fetch_add(1, Ordering::Relaxed);
     let out = ResourceArc::new(DeviceBuffer {
         buffer: Mutex::new(Some(buffer)),
         bytes,
         pinned: AtomicBool::new(false),
         checks: Mutex::new(None),
         held: AtomicUsize::new(0),
+        device,
+        filled: std::sync::OnceLock::new(),
     });
     crate::capture::allocated(&out)?;
     Ok(out)
 }
 
 
-/// Uploads a binary into a new tensor buffer. The bytes go to a host-visible staging buffer now;
-/// the copy into the tensor is queued like any op, so an upload never forces a flush.
+/// Uploads a binary into a new tensor buffer on `device`. The bytes go to a host-visible staging
+/// buffer now; the copy into the tensor is queued like any op, so an upload never forces a flush.
 #[rustler::nif(schedule = "DirtyCpu")]
-fn upload(env: Env, data: Binary) -> Result<BufferRef> {
+fn upload(env: Env, data: Binary, device: usize) -> Result<BufferRef> {
+    let _device = crate::context::use_device(device)?;
     let _capture = crate::capture::scope(env);
     let bytes = data.len() as u64;
     let out = alloc(bytes)?;
@@ -417,7 +445,7 @@ fn upload(env: Env, data: Binary) -> Result<BufferRef> {
         }
         let copy = Command::Copy { src: stage.clone(), dst: out.get()?, bytes };
         crate::capture::record(copy, &[&out])?;
-        give_back(Kind::Upload, stage);
+        give_back(device, Kind::Upload, stage);
         // Uploads run on a dirty scheduler, so they wait here at the queue's bound.
         queue::throttle()?;
     }
@@ -430,6 +458,7 @@ fn upload(env: Env, data: Binary) -> Result<BufferRef> {
 /// a failed check is the result instead.
 #[rustler::nif(schedule = "DirtyIo")]
 fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::Atom) -> Result<Binary<'a>> {
+    let _device = crate::context::use_device_of(&[&tensor])?;
     let _capture = crate::capture::scope(env);
     crate::capture::host_read(&tensor)?;
     let reason = read_reason(reason)?;
@@ -458,7 +487,7 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::At
             .map_err(|e| Error::vulkan("mapping a download buffer", e))?;
         out.as_mut_slice().copy_from_slice(&guard[..bytes as usize]);
         drop(guard);
-        give_back(Kind::Download, stage);
+        give_back(tensor.device, Kind::Download, stage);
     }
     Ok(out.into())
 }
@@ -483,4 +512,16 @@ fn read_reason(reason: rustler::Atom) -> Result<FlushReason> {
 #[rustler::nif]
 fn byte_size(tensor: BufferRef) -> u64 {
     tensor.bytes
+}
+
+/// The device index a tensor lives on.
+#[rustler::nif]
+fn buffer_device(tensor: BufferRef) -> usize {
+    tensor.device
+}
+
+/// Where a tensor lives and whether `fill` made it: `{device, filled}`.
+#[rustler::nif]
+fn buffer_placement(tensor: BufferRef) -> (usize, bool) {
+    (tensor.device, tensor.filled.get().is_some())
 }

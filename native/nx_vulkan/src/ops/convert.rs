@@ -28,6 +28,7 @@ fn type_code(dtype: Dtype) -> Option<u32> {
 
 #[rustler::nif]
 fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (Some(i), Some(o)) = (type_code(from), type_code(to)) else {
         return Err(unsupported!("as_type from {} to {} has no device kernel", from.name(), to.name()));

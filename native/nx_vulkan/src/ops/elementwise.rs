@@ -77,6 +77,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 
 #[rustler::nif]
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, UNARY_OPS)?;
     let mut kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
@@ -96,6 +97,7 @@ const CLASSIFY_OPS: &[&str] = &["is_nan", "is_infinity"];
 /// is_nan / is_infinity of a floating-point tensor, as u8.
 #[rustler::nif]
 fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, CLASSIFY_OPS)?;
     let kernel = shaders::numeric(Family::Classify, dtype, false)
@@ -122,6 +124,7 @@ fn binary_op(
     b_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&a, &b])?;
     let _capture = crate::capture::scope(env);
     if matches!(dtype, Dtype::C64 | Dtype::C128) {
         return complex_binary(env, op, dtype, a, a_shape, b, b_shape, out_shape);
@@ -213,6 +216,7 @@ const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
 #[rustler::nif]
 fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, COMPLEX_REAL)?;
     let (kernel, real_bytes) = match dtype {
@@ -231,6 +235,7 @@ fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resul
 /// negate / conjugate of a complex tensor.
 #[rustler::nif]
 fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = op_code(env, op, COMPLEX_UNARY)?;
     let kernel = match dtype {
@@ -261,6 +266,7 @@ fn select(
     false_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&pred, &on_true, &on_false])?;
     let _capture = crate::capture::scope(env);
     if elem_bytes == 16 {
         // c128: pairs of 8-byte halves, the pair an innermost axis the predicate broadcasts over.

@@ -49,6 +49,7 @@ fn radix2(x: &BufferRef, rows: u64, n: u64, conj_in: bool) -> Result<BufferRef> 
 /// at most `eps` become 0, as in the BinaryBackend.
 #[rustler::nif]
 fn fft(env: rustler::Env, inverse: bool, rows: u64, n: u64, x: BufferRef, eps: f64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     if !ctx()?.info.float64 {
         return Err(unsupported!("fft computes in f64, which this device lacks (shaderFloat64)"));

@@ -174,6 +174,8 @@ fn dynamic_slice(
     max_starts: Vec<u64>,
     start_strides: Vec<i64>,
 ) -> Result<BufferRef> {
+    let on: Vec<&BufferRef> = std::iter::once(&src).chain(starts.iter().map(|(b, _)| b)).collect();
+    let _device = crate::context::use_device_of(&on)?;
     let _capture = crate::capture::scope(env);
     let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, false)?;
     let out = alloc(element_count(&dims) * elem_bytes)?;
@@ -199,6 +201,8 @@ fn dynamic_put_slice(
     max_starts: Vec<u64>,
     start_strides: Vec<i64>,
 ) -> Result<BufferRef> {
+    let on: Vec<&BufferRef> = [&dst, &src].into_iter().chain(starts.iter().map(|(b, _)| b)).collect();
+    let _device = crate::context::use_device_of(&on)?;
     let _capture = crate::capture::scope(env);
     let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, true)?;
     let src_strides = contiguous_strides(&dims);
@@ -209,6 +213,7 @@ fn dynamic_put_slice(
 /// A new contiguous tensor of shape `dims` read from `src` through `offset` and `strides`.
 #[rustler::nif]
 fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&src])?;
     let _capture = crate::capture::scope(env);
     let out = alloc(element_count(&dims) * elem_bytes)?;
     strided_copy(elem_bytes, &src, offset, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
@@ -231,15 +236,33 @@ fn copy_into(
     src_strides: Vec<i64>,
     dims: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&dst, &src])?;
     let _capture = crate::capture::scope(env);
     strided_copy(elem_bytes, &src, src_offset, &src_strides, &dst, dst_offset, &dst_strides, &dims)?;
     Ok(dst)
 }
 
-/// A new tensor of `n` elements of `elem_bytes` bytes, all set to the bit pattern `bits`.
+/// A new tensor of `n` elements of `elem_bytes` bytes, all set to the bit pattern `bits`, on
+/// `device`.
 #[rustler::nif]
-fn fill(env: rustler::Env, elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
+fn fill(env: rustler::Env, elem_bytes: u64, n: u64, bits: u64, device: usize) -> Result<BufferRef> {
+    let _device = crate::context::use_device(device)?;
     let _capture = crate::capture::scope(env);
+    fill_on_current(elem_bytes, n, bits)
+}
+
+/// The same fill as `tensor`'s (a tensor `fill` made: a constant) on `device`: how a constant
+/// made on one device follows the other operands of an op to theirs (Nx.Vulkan.Native), with no
+/// host sync.
+#[rustler::nif]
+fn refill(env: rustler::Env, tensor: BufferRef, device: usize) -> Result<BufferRef> {
+    let &(elem_bytes, n, bits) = tensor.filled.get().ok_or_else(|| arg_error!("refill takes a tensor made by fill"))?;
+    let _device = crate::context::use_device(device)?;
+    let _capture = crate::capture::scope(env);
+    fill_on_current(elem_bytes, n, bits)
+}
+
+fn fill_on_current(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
     let kernel = by_width(elem_bytes, shaders::fill_b1, shaders::fill_b2, shaders::fill_b4, shaders::fill_b8)?;
     let out = alloc(n * elem_bytes)?;
     let mut push = Push::new();
@@ -247,13 +270,15 @@ fn fill(env: rustler::Env, elem_bytes: u64, n: u64, bits: u64) -> Result<BufferR
     push.words[1] = bits as u32;
     push.words[2] = (bits >> 32) as u32;
     dispatch(kernel, 0, &[&out], push, elementwise_groups(n))?;
+    let _ = out.filled.set((elem_bytes, n, bits));
     Ok(out)
 }
 
 /// iota (`eye` false): element i holds (i / inner) % dim, or i when dim is 0.
 /// eye (`eye` true): 1 where the row (of `dim` rows) equals the column (of `inner` columns).
 #[rustler::nif]
-fn iota(env: rustler::Env, dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool) -> Result<BufferRef> {
+fn iota(env: rustler::Env, dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool, device: usize) -> Result<BufferRef> {
+    let _device = crate::context::use_device(device)?;
     let _capture = crate::capture::scope(env);
     let kernel = shaders::iota(dtype)
         .ok_or_else(|| unsupported!("iota/eye on {} has no device kernel yet", dtype.name()))?;
@@ -267,7 +292,8 @@ fn iota(env: rustler::Env, dtype: Dtype, n: u64, inner: u64, dim: u64, eye: bool
 }
 
 #[rustler::nif]
-fn alloc_buffer(env: rustler::Env, bytes: u64) -> Result<BufferRef> {
+fn alloc_buffer(env: rustler::Env, bytes: u64, device: usize) -> Result<BufferRef> {
+    let _device = crate::context::use_device(device)?;
     let _capture = crate::capture::scope(env);
     alloc(bytes)
 }
@@ -284,6 +310,7 @@ fn gather(
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x, &indices])?;
     let _capture = crate::capture::scope(env);
     gather_elements(elem_bytes, x, shape, indices, indices_shape, axes)
 }
@@ -351,6 +378,7 @@ fn scatter(
     updates: BufferRef,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&target, &indices, &updates])?;
     let _capture = crate::capture::scope(env);
     let what = if add { "indexed_add" } else { "indexed_put" };
     let kernel = crate::shaders::numeric(crate::shaders::Family::Scatter, dtype, precise_f32())

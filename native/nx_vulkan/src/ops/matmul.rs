@@ -62,6 +62,7 @@ fn dot(
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&a, &b])?;
     let _capture = crate::capture::scope(env);
     let valid = |shape: &[u64], axes: &[usize]| axes.iter().all(|&x| x < shape.len());
     if !valid(&a_shape, &a_contract) || !valid(&a_shape, &a_batch) || !valid(&b_shape, &b_contract) || !valid(&b_shape, &b_batch) {
@@ -240,14 +241,16 @@ const SPLIT_K_TILES: u64 = 256;
 
 /// Whether gemm_coop.comp's pipeline builds on this device, tried once: where it does not, the
 /// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
-static COOP: once_cell::sync::OnceCell<std::result::Result<(), String>> = once_cell::sync::OnceCell::new();
+/// Per device.
+static COOP: [once_cell::sync::OnceCell<std::result::Result<(), String>>; crate::context::MAX_DEVICES] =
+    [const { once_cell::sync::OnceCell::new() }; crate::context::MAX_DEVICES];
 
 /// Builds the tensor-core pipeline once, waiting for it: called from `configure` (a dirty NIF, at
 /// start) unless NXV_GEMM_COOP=0, so no op waits for it on a normal scheduler, and which kernel
 /// an f16 GEMM takes (it decides the rounding) never depends on when the pipeline got built.
 pub fn probe_coop() -> Result<()> {
     if crate::policy::gemm_coop() && ctx()?.info.coopmat_f16 {
-        COOP.get_or_init(|| {
+        COOP[crate::context::current()].get_or_init(|| {
             crate::pipelines::pipeline(shaders::gemm_coop_f16, 0)
                 .and_then(|p| p.get().map(|_| ()))
                 .map_err(|e| format!("{e:?}"))
@@ -257,13 +260,13 @@ pub fn probe_coop() -> Result<()> {
 }
 
 fn coop_usable() -> bool {
-    crate::policy::gemm_coop() && matches!(COOP.get(), Some(Ok(())))
+    crate::policy::gemm_coop() && matches!(COOP[crate::context::current()].get(), Some(Ok(())))
 }
 
 /// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "off" (not asked
 /// for, NXV_GEMM_COOP), "untried", "ok", or why its pipeline failed.
 pub fn coop_status() -> String {
-    match (ctx().map(|c| c.info.coopmat_f16), COOP.get()) {
+    match (ctx().map(|c| c.info.coopmat_f16), COOP[crate::context::current()].get()) {
         (Ok(false) | Err(_), _) => "unavailable".into(),
         (Ok(true), _) if !crate::policy::gemm_coop() => "off".into(),
         (Ok(true), None) => "untried".into(),
@@ -346,6 +349,7 @@ fn conv2d(
     dilation: Vec<u64>,
     out_spatial: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&input, &kernel])?;
     let _capture = crate::capture::scope(env);
     let (&[n, c, h, w], &[f, kh, kw], &[sh, sw], &[ph, pw], &[dh, dw], &[oh, ow]) = (
         input_shape.as_slice(),
@@ -427,6 +431,7 @@ fn triangular_solve(
     a_strides: (u64, u64),
     b_strides: (u64, u64),
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&a, &b])?;
     let _capture = crate::capture::scope(env);
     let kernel = shaders::numeric(Family::TriSolve, dtype, precise_f32())
         .ok_or_else(|| unsupported!("triangular_solve on {} has no device kernel yet", dtype.name()))?;

@@ -187,6 +187,7 @@ fn arg_reduce(
     tie_high: bool,
     index_bytes: u64,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = super::elementwise::op_code(env, op, ARG_OPS)?;
     let kernel = shaders::numeric(Family::ArgReduce, dtype, false)
@@ -206,6 +207,7 @@ fn arg_reduce(
 
 #[rustler::nif]
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
     reduce_axes(code, name, dtype, &x, &shape, &axes)
@@ -275,6 +277,7 @@ fn window_reduce(
     pad_low: Vec<i64>,
     dilations: Vec<u64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     const WINDOW_OPS: &[&str] = &["window_sum", "window_product", "window_max", "window_min"];
     let (code, name) = super::elementwise::op_code(env, op, WINDOW_OPS)?;
@@ -320,6 +323,7 @@ fn window_reduce(
 /// sort (values) or argsort (indices of `index_bytes` bytes) along `axis`, stable; NaN largest.
 #[rustler::nif]
 fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: usize, desc: bool, indices: bool, index_bytes: u64) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let what = if indices { "argsort" } else { "sort" };
     let kernel = shaders::numeric(Family::Sort, dtype, false)
@@ -418,6 +422,7 @@ fn window_scatter(
     strides: Vec<u64>,
     pad_low: Vec<i64>,
 ) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&x, &source, &init])?;
     let _capture = crate::capture::scope(env);
     let what = if min { "window_scatter_min" } else { "window_scatter_max" };
     let kernel = shaders::numeric(Family::WindowScatter, dtype, false)
