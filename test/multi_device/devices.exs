@@ -2,6 +2,8 @@
 # three logical devices on this machine's one Vulkan device, each with its own context, queue, GPU
 # thread, buffer pool and pipelines, so every multi-device path runs without several GPUs.
 # An ExUnit suite of its own; the parent checks its summary line.
+# Also runs as a plain `elixir` script with the apps on ERL_LIBS (the H200 host has no Mix).
+{:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
 ExUnit.start(autorun: false, seed: 0, timeout: 240_000)
 

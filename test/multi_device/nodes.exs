@@ -2,6 +2,8 @@
 # (loopback only) and starts a second node (:peer) with two logical devices
 # (NXV_LOGICAL_DEVICES=2). Tensors cross between the two, and a serving on the peer answers
 # batched_run calls made here. An ExUnit suite of its own; the parent checks its summary line.
+# Also runs as a plain `elixir` script with the apps on ERL_LIBS (the H200 host has no Mix).
+{:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
 ExUnit.start(autorun: false, seed: 0, timeout: 240_000)
 
