@@ -71,7 +71,10 @@ serving = fn params, devices ->
         )
 
       predict = Nx.Defn.jit(&MNISTMLP.predict/2, defn_opts)
-      fn batch -> predict.(List.to_tuple(on_device), batch) end
+      # Padded to the serving's batch size: one program per partition, whatever the batch holds.
+      fn batch ->
+        predict.(List.to_tuple(on_device), Nx.Batch.pad(batch, batch_size - batch.size))
+      end
     end,
     compiler: Nx.Vulkan,
     devices: devices
@@ -121,8 +124,12 @@ rows =
         batch_timeout: 1
       )
 
-    # Warm-up (compiles each partition's program), then the timed run.
-    MNISTServingClient.run(name, 2 * n, 0)
+    # Warm-up: every client at once, so that every partition compiles its program (a lone
+    # client's requests would all go to the first partition); then the timed run.
+    1..clients
+    |> Enum.map(fn c -> Task.async(fn -> MNISTServingClient.run(name, 3, c) end) end)
+    |> Task.await_many(:infinity)
+
     local = if remote, do: div(clients, 2), else: clients
     started = System.monotonic_time()
 
