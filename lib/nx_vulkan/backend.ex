@@ -645,12 +645,16 @@ defmodule Nx.Vulkan.Backend do
   defp fallback_unless_error(error, _op, _args), do: Native.unwrap!(error)
 
   # The padded tensor's initial contents: the pad value everywhere, on `t`'s device (a number's
-  # constant is filled there; any other scalar broadcast by a view: its own device).
+  # constant, or a scalar of another backend, is filled there; a device scalar is broadcast by a
+  # view: its own device).
   defp pad_fill(out, %T{data: %__MODULE__{constant: value}}, t) when value != nil,
     do: fill_constant(out, value, [], device_of(t))
 
-  defp pad_fill(%T{shape: out_shape} = out, pad_value, _t),
+  defp pad_fill(%T{shape: out_shape} = out, %T{data: %__MODULE__{}} = pad_value, _t),
     do: view(out, pad_value, 0, List.duplicate(0, tuple_size(out_shape)))
+
+  defp pad_fill(out, pad_value, t),
+    do: fill_constant(out, Nx.to_number(pad_value), [], device_of(t))
 
   @impl true
   def pad(%T{shape: out_shape, type: type} = out, %T{shape: shape} = t, pad_value, config) do

@@ -123,6 +123,8 @@ defmodule Nx.Vulkan.MultiDeviceTest do
     assert B.device_of(sum) == 1 and Nx.to_flat_list(sum) == [2.5, 3.5]
     clipped = b |> Nx.clip(3.5, 10.0) |> Nx.select(1.0, 0.0) |> Nx.pad(7.0, [{1, 1, 0}])
     assert B.device_of(clipped) == 2 and Nx.to_flat_list(clipped) == [7.0, 1.0, 1.0, 7.0]
+    padded = Nx.pad(b, Nx.tensor(5.0, backend: Nx.BinaryBackend), [{0, 1, 0}])
+    assert B.device_of(padded) == 2 and Nx.to_flat_list(padded) == [3.0, 4.0, 5.0]
     put = Nx.put_slice(b, [1], Nx.broadcast(9.0, {1}))
     assert B.device_of(put) == 2 and Nx.to_flat_list(put) == [3.0, 9.0]
 
