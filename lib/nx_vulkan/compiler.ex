@@ -409,9 +409,11 @@ defmodule Nx.Vulkan.Compiler do
     :ok
   end
 
+  # A tensor of this node's backend as it is; one of another node (fetched from its owner) or of
+  # another backend, copied to the program's device.
   defp device_input(%T{} = t, device) do
     case Nx.devectorize(t) do
-      %T{data: %Nx.Vulkan.Backend{} = data} -> data
+      %T{data: %Nx.Vulkan.Backend{ref: ref} = data} when node(ref) == node() -> data
       other -> Nx.backend_copy(other, {Nx.Vulkan.Backend, device: device}).data
     end
   end

@@ -1,6 +1,8 @@
 defmodule Nx.Vulkan.Device do
   @moduledoc """
-  The Vulkan device this VM runs on.
+  The VM's Vulkan devices: `info/0` is the default device (`NXV_DEVICE`), `info/1` any of
+  `Nx.Vulkan.devices/0` (opening it). Every device of a VM is of one model, so the class below,
+  derived from the default device, sets the policy for all of them.
 
   `class/0` derives a class from measured properties (never from the name), used to pick kernel
   variants and queue policy:

@@ -29,6 +29,13 @@ ExUnit.start(autorun: false, seed: 0, timeout: 240_000)
       end
     end
 
+    # A program run on the peer with an argument of another node; the result goes back as a
+    # host tensor.
+    def double_compiled(t) do
+      Nx.Defn.jit(&Nx.multiply(&1, 2), compiler: Nx.Vulkan).(t)
+      |> Nx.backend_transfer(Nx.BinaryBackend)
+    end
+
     def model(x), do: x |> Nx.multiply(3.0) |> Nx.sin() |> Nx.sum(axes: [1])
 
     # A serving of `model`, one partition per device, started by a process that stays; its
@@ -91,6 +98,10 @@ defmodule Nx.Vulkan.MultiNodeTest do
     # This node's tensor, read on the peer through this node (this process holds it).
     mine = Nx.iota({4}, type: :s32)
     assert :erpc.call(peer(), Nx, :to_flat_list, [mine]) == [0, 1, 2, 3]
+
+    # A compiled function on the peer called with this node's tensor: fetched, then replayed.
+    doubled = :erpc.call(peer(), PeerHelpers, :double_compiled, [Nx.as_type(mine, :f32)])
+    assert Nx.to_flat_list(doubled) == [0.0, 2.0, 4.0, 6.0]
   end
 
   test "a serving on the other node answers batched_run from this one, on every device there" do

@@ -9,7 +9,9 @@
 #     devices: tensors read across nodes through their owner, a clear error once the owner freed
 #     one, and a serving on the peer answering batched_run calls from the first node.
 defmodule Nx.Vulkan.MultiDeviceProcessTest do
-  use ExUnit.Case, async: true
+  # Not async: the child VMs compile every kernel once per logical device, which on a 2-core
+  # machine starved the async tests running beside them past their 60 s timeout.
+  use ExUnit.Case, async: false
   @moduletag :subprocess
   @moduletag timeout: 600_000
 
