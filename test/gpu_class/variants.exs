@@ -94,4 +94,36 @@ bad =
       compiled.("program, a 32 MiB argument", reductions, [ints.({4096, 2048}, 6, :f32)], false)
     ]
 
+# Each f32 GEMM variant with an epilogue (fuse.rs): a bias, a relu and a sigmoid computed where
+# the GEMM stores each result, bit for bit the Evaluator's (which runs them as kernels of their
+# own); the GEMM's own result returned too. A split-K GEMM (a sum of partial products) keeps
+# its ops unfused.
+epilogue = fn label, a, b, f ->
+  dense = fn x, w, bias ->
+    y = f.(x, w)
+    {y, Nx.add(y, bias) |> Nx.max(0), Nx.sigmoid(y) |> Nx.multiply(bias)}
+  end
+
+  {x, w} = {ints.(a, 7, :f32), ints.(b, 8, :f32)}
+  out = f.(x, w).shape
+  args = [x, w, ints.({elem(out, tuple_size(out) - 1)}, 9, :f32)]
+  info = Nx.Vulkan.program_info(dense, args)
+  flat = fn t -> t |> Tuple.to_list() |> Enum.map(&Nx.to_binary/1) end
+
+  same =
+    flat.(apply(Nx.Defn.jit(dense), args)) ==
+      flat.(apply(Nx.Defn.jit(dense, compiler: Nx.Vulkan), args))
+
+  fused =
+    "fused_gemm" in info.kernels or Enum.any?(info.kernels, &String.starts_with?(&1, "reduce"))
+
+  IO.puts(
+    "epilogue #{label}: #{if same and fused, do: "equal", else: "MISMATCH"} #{inspect(info.kernels)}"
+  )
+
+  if same and fused, do: 0, else: 1
+end
+
+bad = bad ++ for({label, a, b, f} <- gemms, do: epilogue.(label, a, b, f))
+
 IO.puts("variants: #{Enum.sum(bad)} mismatches")

@@ -407,7 +407,7 @@ defmodule Nx.Vulkan.CompilerTest do
         assert info.dispatches == 2
         assert info.folded_transposes == 2
 
-        if Nx.Vulkan.Device.info().type == :cpu do
+        if Nx.Vulkan.Device.class() == :software do
           vector? = m == 36 and type != :f64
 
           assert Enum.all?(info.kernels, &String.starts_with?(&1, "gemm_rows4_")) == vector?,
@@ -429,6 +429,71 @@ defmodule Nx.Vulkan.CompilerTest do
                  Nx.Vulkan.program_info(shared, [a, b]).kernels,
                  &String.starts_with?(&1, "copy_")
                )
+      end
+    end
+
+    test "GEMM epilogues: bias, activations and masks on each result as the GEMM stores it" do
+      # Each shape takes another GEMM kernel (on GPUs: 16x16 tiles, 8x8 in K slices, register
+      # blocks; on lavapipe: rows and rows of four), each layout another loop.
+      dense = fn x, w, b, m ->
+        y = Nx.dot(x, w) |> Nx.add(b)
+        h = Nx.max(y, 0)
+
+        {h, Nx.sigmoid(y) |> Nx.multiply(m),
+         Nx.tanh(Nx.dot(x, w)) |> then(&Nx.select(Nx.greater(m, 0.5), &1, y))}
+      end
+
+      # The product read elsewhere too: the epilogue writes it beside its own results.
+      shared = fn x, w, b ->
+        p = Nx.dot(x, w)
+        {Nx.exp(p |> Nx.subtract(b)), Nx.sum(p, axes: [0])}
+      end
+
+      # The gradient of a relu layer: the backward GEMM's result masked where h > 0.
+      backward = fn g, w, h -> Nx.dot(g, [1], w, [1]) |> Nx.multiply(Nx.greater(h, 0)) end
+
+      for {m, k, n} <- [{32, 784, 128}, {33, 70, 45}, {36, 72, 44}, {256, 64, 260}, {2, 5, 1}] do
+        x = random({m, k}, :f32, 1.0, 51)
+        w = random({k, n}, :f32, 0.1, 52)
+        b = random({n}, :f32, 1.0, 53)
+        mask = random({m, n}, :f32, 1.0, 54) |> Nx.abs()
+
+        assert_same(dense, [
+          [x, w, b, mask],
+          [with_specials(Nx.reshape(x, {1, m, k}), [0, 0, 0]) |> Nx.reshape({m, k}), w, b, mask]
+        ])
+
+        assert_same(shared, [[x, w, b]])
+        g = random({m, n}, :f32, 1.0, 55)
+        h = random({m, k}, :f32, 1.0, 56)
+        assert_same(backward, [[g, w, h]])
+
+        if fuses?() do
+          for {name, f, args} <- [
+                {:dense, dense, [x, w, b, mask]},
+                {:shared, shared, [x, w, b]},
+                {:backward, backward, [g, w, h]}
+              ] do
+            # On GPUs a GEMM over K >= 256 with few tiles may split K (partial products, then
+            # their sum, ops/matmul.rs k_splits): its ops then fuse after the sum.
+            info = Nx.Vulkan.program_info(f, args)
+            split? = name == :backward and n >= 256
+
+            assert "fused_gemm" in info.kernels or split?, inspect({name, {m, k, n}, info})
+
+            refute Enum.any?(info.kernels, &String.starts_with?(&1, "gemm_")) and not split?,
+                   inspect({name, info})
+          end
+        end
+      end
+
+      # f64 and integer GEMMs keep their own kernels (the epilogue computes f32 ops in f64).
+      for type <- [:f64, :s32] do
+        x = random({9, 7}, :f32, 4.0, 57) |> Nx.as_type(type)
+        w = random({7, 5}, :f32, 4.0, 58) |> Nx.as_type(type)
+        f = fn x, w -> Nx.dot(x, w) |> Nx.add(1) |> Nx.multiply(3) end
+        assert_same(f, [[x, w]])
+        refute "fused_gemm" in Nx.Vulkan.program_info(f, [x, w]).kernels
       end
     end
 

@@ -1,4 +1,7 @@
 // Shared by every kernel: extensions, the 128-byte push-constant block and strided indexing.
+// Included once (fuse.rs's generated GEMM kernels include it before the GEMM's own source does).
+#ifndef NXV_COMMON_GLSL
+#define NXV_COMMON_GLSL
 //
 // Every kernel reads its sizes, offsets and strides from `pc` (32 x u32, the 128 bytes lavapipe
 // guarantees); each shader's header comment says which slots it uses. Offsets and strides are in
@@ -62,3 +65,11 @@ uint strided(uint i, uint rank, uint dims_at, uint strides_at, uint base) {
 // The positive quiet NaN wherever a result is NaN, as Nx writes :nan (hardware NaNs, from
 // Inf - Inf say, may carry the sign bit: x86 and lavapipe make 0xFFC00000).
 #define CANONICAL_NAN(T, v) (isnan(v) ? T(uintBitsToFloat(0x7fc00000u)) : T(v))
+
+// The GEMM kernels store each result through STORE_C: into their binding c, or, built with
+// EPILOGUE (a GEMM fused with the element-wise ops on its result, fuse.rs), through the
+// epilogue those ops make, which then redefines it.
+#ifndef STORE_C
+#define STORE_C(i, v) c[i] = T(v)
+#endif
+#endif

@@ -27,7 +27,9 @@
 layout(local_size_x = TILE, local_size_y = TILE, local_size_z = KSPLIT) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+#ifndef EPILOGUE  // the fused GEMM (fuse.rs) stores through its epilogue
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+#endif
 shared W ta[KSPLIT][TILE][KT + 1];
 shared W tb[KSPLIT][KT][TILE + 1];
 #if KSPLIT > 1
@@ -35,6 +37,9 @@ shared W partial[KSPLIT][TILE][TILE];
 #endif
 
 void main() {
+#ifdef EPILOGUE
+  epilogue_init();
+#endif
   uint M = pc[0], N = pc[1], K = pc[2];
   uint batch = gl_WorkGroupID.z;
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tz = gl_LocalInvocationID.z;
@@ -70,5 +75,5 @@ void main() {
   acc = partial[0][ty][tx];
   for (uint z = 1u; z < KSPLIT; ++z) acc += partial[z][ty][tx];
 #endif
-  if (row < M && col < N) c[(batch * M + row) * N + col] = T(acc);
+  if (row < M && col < N) STORE_C((batch * M + row) * N + col, acc);
 }

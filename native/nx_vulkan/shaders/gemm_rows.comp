@@ -8,7 +8,9 @@
 layout(local_size_x = WG) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+#ifndef EPILOGUE  // the fused GEMM (fuse.rs) stores through its epilogue
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+#endif
 
 // Each invocation computes a 2 x 4 block of outputs (rows 2r, 2r + 1, columns 4j .. 4j + 3), so
 // each a element is loaded once for 4 products and each b element once for 2: lavapipe loads
@@ -16,6 +18,9 @@ layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 // output still sums its products in order k = 0, 1, ... from 0, so the results are those of one
 // output per invocation.
 void main() {
+#ifdef EPILOGUE
+  epilogue_init();
+#endif
   uint M = pc[0], N = pc[1], K = pc[2], batches = pc[3];
   uint N4 = (N + 3u) / 4u, M2 = (M + 1u) / 2u;
   uint i = element_index();
@@ -57,6 +62,6 @@ void main() {
   }
   for (uint r = 0u; r < 2u && row + r < M; ++r) {
     uint o = (batch * M + row + r) * N + col;
-    for (uint q = 0u; q < cols; ++q) c[o + q] = T(acc[r][q]);
+    for (uint q = 0u; q < cols; ++q) STORE_C(o + q, acc[r][q]);
   }
 }

@@ -21,9 +21,14 @@ const bool A_ALONG_K = (LAYOUT & 1u) != 0u;
 const bool B_ALONG_K = (LAYOUT & 2u) != 0u;
 layout(set = 0, binding = 0) restrict readonly buffer A4 { T4 a4[]; };
 layout(set = 0, binding = 1) restrict readonly buffer B4 { T4 b4[]; };
+#ifndef EPILOGUE  // the fused GEMM (fuse.rs) stores through its epilogue
 layout(set = 0, binding = 2) restrict writeonly buffer C { T c[]; };
+#endif
 
 void main() {
+#ifdef EPILOGUE
+  epilogue_init();
+#endif
   uint M = pc[0], N = pc[1], K = pc[2], batches = pc[3];
   uint MB = (M + 3u) / 4u, NB = (N + 3u) / 4u;
   // Rows and batch come from the workgroup, so they are the same for every invocation of it
@@ -80,6 +85,6 @@ void main() {
   if (!live) return;
   for (uint r = 0u; r < 4u && row + r < M; ++r) {
     uint o = (batch * M + row + r) * N + col;
-    for (uint q = 0u; q < 4u && col + q < N; ++q) c[o + q] = T(acc[r][q]);
+    for (uint q = 0u; q < 4u && col + q < N; ++q) STORE_C(o + q, acc[r][q]);
   }
 }

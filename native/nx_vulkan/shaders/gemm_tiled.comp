@@ -54,13 +54,18 @@
 layout(local_size_x = 16, local_size_y = NTY) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
+#ifndef EPILOGUE  // the fused GEMM (fuse.rs) stores through its epilogue
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
+#endif
 // [buffer][k][m / 4], one vec4 of padding per row: column-wise stores of a k-fastest tile then
 // spread over all banks instead of hitting BK-way conflicts.
 shared W4 ta[2][BK][BM4 + 1];
 shared W4 tb[2][BK][BN4 + 1];
 
 void main() {
+#ifdef EPILOGUE
+  epilogue_init();
+#endif
   uint M = pc[0], N = pc[1], K = pc[2];
   uint batch = gl_WorkGroupID.z;
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
@@ -163,7 +168,7 @@ void main() {
     uint n = col / OHW, out_base = n * F * OHW + col - n * OHW;
     for (int i = 0; i < TM; ++i) {
       uint r = row0 + 4u * NTY * uint(i / 4) + ty * 4u + uint(i % 4);
-      if (r < M) c[out_base + (batch * M + r) * OHW] = T(acc[i][j]);
+      if (r < M) STORE_C(out_base + (batch * M + r) * OHW, acc[i][j]);
     }
   }
 #else
@@ -172,7 +177,7 @@ void main() {
     if (r >= M) continue;
     for (int j = 0; j < TN; ++j) {
       uint col = col0 + 64u * uint(j / 4) + tx * 4u + uint(j % 4);
-      if (col < N) c[(batch * M + r) * N + col] = T(acc[i][j]);
+      if (col < N) STORE_C((batch * M + r) * N + col, acc[i][j]);
     }
   }
 #endif

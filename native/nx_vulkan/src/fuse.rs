@@ -42,7 +42,7 @@ const MAX_INPUTS: usize = 8;
 const MAX_OPS: usize = 32;
 const MAX_OUTPUTS: usize = 4;
 
-static KERNELS: Lazy<DashMap<(usize, String), Arc<Pipeline>>> = Lazy::new(DashMap::new);
+static KERNELS: Lazy<DashMap<(usize, String, u32), Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
 /// The dtype defines of the one variant fused (shaders.rs's F32P): f32 computed in f64, the
 /// default on lavapipe and the H200. There every op's result is rounded from f64 to f32 on its
@@ -79,6 +79,24 @@ enum Kind {
     /// prologue, inside its loop), those after it work on its result at the output's index (an
     /// epilogue).
     Reduce,
+    /// A GEMM of f32 operands into a contiguous f32 result (gemm.comp, gemm_rows.comp,
+    /// gemm_rows4.comp, gemm_tiled.comp; not a convolution), as a run's first member only: the
+    /// members after it (an epilogue: a bias, an activation, a gradient's mask) run on each
+    /// result where the GEMM stores it (its STORE_C), at the result's index, so a dense layer
+    /// is one kernel and one level of the program instead of two.
+    Gemm,
+}
+
+/// Whether a dispatch is a GEMM an epilogue can follow: one of the f32 GEMM kernels that store
+/// through STORE_C, writing batch x M x N results (pc[3], pc[0], pc[1]) in its last binding.
+fn gemm(d: &Dispatch) -> bool {
+    let kernel = d.pipeline.kernel();
+    d.name.starts_with("gemm")
+        && kernel.source.contains("STORE_C(")
+        && kernel.defines.contains(&("T", "float"))
+        && !kernel.defines.iter().any(|(name, _)| *name == "CONV")
+        && d.bindings.len() == 3
+        && d.writes == 1
 }
 
 fn kind(name: &str) -> Option<Kind> {
@@ -118,6 +136,8 @@ enum Access {
     Linear,
     /// A reduction's input, read through its own push constants.
     Reduced,
+    /// A GEMM's operand, read by the GEMM's own code.
+    Gemm,
     Strided {
         offset: i64,
         dims: SmallVec<[u64; 6]>,
@@ -137,6 +157,8 @@ struct Elementwise {
     push: [u32; PUSH_WORDS],
     /// A 32-bit integer result (an integer sum, a convert into s32 or u32), held as a uint.
     integer: bool,
+    /// A GEMM's kernel and workgroups (its push constants are `push`).
+    gemm: Option<(Arc<Pipeline>, [u32; 3])>,
 }
 
 impl Elementwise {
@@ -157,6 +179,17 @@ impl Elementwise {
 
 fn parse(command: &Command) -> Option<Elementwise> {
     let Command::Dispatch(d) = command else { return None };
+    if gemm(d) {
+        let pc = &d.push;
+        let n = pc[0] as u64 * pc[1] as u64 * pc[3] as u64;
+        let out = d.bindings[2].clone();
+        if out.size() < n * 4 {
+            return None;
+        }
+        let operands = SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Gemm), (d.bindings[1].clone(), Access::Gemm)]);
+        let gemm = Some((d.pipeline.clone(), d.groups));
+        return Some(Elementwise { kind: Kind::Gemm, op: d.pipeline.op(), n, operands, out, push: d.push, integer: false, gemm });
+    }
     let kind = kind(d.name)?;
     let pc = &d.push;
     let n = pc[0] as u64;
@@ -208,7 +241,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Reduce => d.name != "reduce_serial_f32p",
         _ => false,
     };
-    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer })
+    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer, gemm: None })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -247,31 +280,45 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
     }
     let parsed: Vec<Option<Elementwise>> = commands.iter().map(parse).collect();
     let levels = written_levels(&commands);
-    let mut fused = vec![false; commands.len()];
-    let mut out = Vec::with_capacity(commands.len());
+    // Where the kernel of each fused command goes: its run's first member's place.
+    let mut placed: Vec<Option<usize>> = vec![None; commands.len()];
+    let mut kernels_at: HashMap<usize, Command> = HashMap::new();
     let (mut kernels, mut replaced) = (0, 0);
-    for i in 0..commands.len() {
-        if fused[i] {
-            continue;
-        }
-        let members = run(&commands, &parsed, &levels, &fused, i, &readers, escapes);
-        let run: Vec<&Elementwise> = members.iter().filter_map(|&k| parsed[k].as_ref()).collect();
-        // The generated kernel computes in f64: fused where f32 does (f32p arithmetic in the run,
-        // or the precise policy on), never on a device without f64.
-        let f64_device =
-            crate::policy::precise_f32() || run.iter().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
-        if members.len() >= 2 && f64_device {
+    let is_gemm = |i: usize| parsed[i].as_ref().is_some_and(|e| e.kind == Kind::Gemm);
+    // GEMMs first: the ops on a GEMM's result become its epilogue even where capture order put
+    // one of them (a gradient's mask, say) before the GEMM, where an element-wise run starting
+    // there would take them.
+    for gemms in [true, false] {
+        for i in 0..commands.len() {
+            if placed[i].is_some() || is_gemm(i) != gemms {
+                continue;
+            }
+            let members = run(&commands, &parsed, &levels, &placed, i, &readers, escapes);
+            let run: Vec<&Elementwise> = members.iter().filter_map(|&k| parsed[k].as_ref()).collect();
+            // The generated kernel computes in f64: fused where f32 does (f32p arithmetic in the
+            // run, or the precise policy on), never on a device without f64.
+            let f64_device =
+                crate::policy::precise_f32() || run.iter().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
+            if members.len() < 2 || !f64_device {
+                continue;
+            }
             if let Ok(command) = fused_command(&run, &readers, escapes) {
-                out.push(command);
+                kernels_at.insert(i, command);
                 kernels += 1;
                 replaced += members.len();
                 for k in members {
-                    fused[k] = true;
+                    placed[k] = Some(i);
                 }
-                continue;
             }
         }
-        out.push(commands[i].clone());
+    }
+    let mut out = Vec::with_capacity(commands.len());
+    for (i, command) in commands.into_iter().enumerate() {
+        match kernels_at.remove(&i) {
+            Some(kernel) => out.push(kernel),
+            None if placed[i].is_none() => out.push(command),
+            None => {}
+        }
     }
     (out, kernels, replaced)
 }
@@ -296,13 +343,14 @@ const MAX_SKIP: usize = 16;
 /// The members (command indices, in order) of the run that starts at `start`: later element-wise
 /// commands over the same element count that read an earlier member's result at their own index
 /// (or, siblings, read none and wait for nothing more), while the run reads at most MAX_INPUTS
-/// buffers and writes at most MAX_OUTPUTS. Commands already fused into an earlier kernel run
-/// before `start` and are passed freely.
+/// buffers and writes at most MAX_OUTPUTS. Commands already fused into a kernel placed before
+/// `start` run before it and are passed freely; those of a kernel placed after it (a GEMM's,
+/// fused first) are passed as any other command.
 fn run(
     commands: &[Command],
     parsed: &[Option<Elementwise>],
     levels: &HashMap<u64, usize>,
-    fused: &[bool],
+    placed: &[Option<usize>],
     start: usize,
     readers: &HashMap<u64, usize>,
     escapes: &HashSet<u64>,
@@ -327,13 +375,17 @@ fn run(
     let mut passed = 0;
     let mut k = start + 1;
     while k < parsed.len() && run.len() < MAX_OPS && passed <= MAX_SKIP {
-        if fused[k] {
+        if placed[k].is_some_and(|at| at < start) {
             k += 1;
             continue;
         }
         let (reads, writes) = commands[k].accesses();
-        let joined = parsed[k].as_ref().and_then(|next| {
+        let joined = parsed[k].as_ref().filter(|_| placed[k].is_none()).and_then(|next| {
             let reduces = next.kind == Kind::Reduce;
+            // A GEMM only starts a run, and a GEMM's run takes no reduction.
+            if next.kind == Kind::Gemm || (reduces && first.kind == Kind::Gemm) {
+                return None;
+            }
             // A reduction joins a prologue that computes its input: one whose element count is
             // the input's and whose results (written where other commands read them) the
             // reduction's layout visits once each, so each invocation writes the elements it
@@ -491,7 +543,9 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     for (k, e) in run.iter().enumerate() {
         let at_index = if in_prologue(k) { "j" } else { "i" };
         let mut args: SmallVec<[String; 3]> = SmallVec::new();
-        for (at, (b, access)) in e.operands.iter().enumerate() {
+        // A GEMM's operands are its own code's to read.
+        let operands = if e.kind == Kind::Gemm { &e.operands[..0] } else { &e.operands[..] };
+        for (at, (b, access)) in operands.iter().enumerate() {
             let h = handle(b);
             if let Some(&j) = results.get(&h) {
                 // An integer operand in a register: a predicate, an integer result (a uint), or a
@@ -533,6 +587,8 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
             Kind::Convert if e.integer => format!("uint t{k} = uint(int64_t({}));", args[0]),
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
             Kind::Copy => format!("T t{k} = {};", args[0]),
+            // The GEMM's result as it would store it: the epilogue's argument, rounded to T.
+            Kind::Gemm => format!("T t{k} = v;"),
             // As reduce_serial.comp, over the push constants (its layout) the kernel takes: its
             // reduced elements folded in order, each computed by the prologue first. An integer
             // sum adds in 32 bits, wrapping as reduce_serial_s32/u32 do.
@@ -577,32 +633,22 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     for (j, &k) in written.iter().enumerate().filter(|&(_, &k)| !in_prologue(k)) {
         let _ = writeln!(body, "    o{j}[i] = {};", store(run[k], k));
     }
+    if let Some((gemm, groups)) = &run[0].gemm {
+        return gemm_command(run, gemm, *groups, inputs, &written, &body);
+    }
     let mut source = String::from("#version 450\n");
     source.push_str(DEFINES);
-    source.push_str("#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n");
-    source.push_str("#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
+    source.push_str(INCLUDES);
     if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce && !e.integer) {
         let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
     }
     source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
-    for (k, (_, t)) in inputs.iter().enumerate() {
-        let _ = writeln!(source, "layout(set = 0, binding = {k}) readonly buffer I{k} {{ {t} in{k}[]; }};");
-    }
-    for (j, &k) in written.iter().enumerate() {
-        let binding = inputs.len() + j;
-        let _ = writeln!(
-            source,
-            "layout(set = 0, binding = {binding}) writeonly buffer O{j} {{ {} o{j}[]; }};",
-            run[k].stored()
-        );
-    }
-    source.push_str(
-        "T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n",
-    );
+    declare_buffers(&mut source, run, 0, &inputs, &written);
+    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
     source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
     source.push_str(&body);
     source.push_str("  }\n}\n");
-    let pipeline = kernel(&source)?;
+    let pipeline = kernel("fused_elementwise", &source, 0)?;
     let per = pipeline.per_invocation as u64;
     let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
     bindings.extend(written.iter().map(|&k| run[k].out.clone()));
@@ -615,6 +661,73 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         bindings,
         push,
         groups: crate::ops::grid(last.n.div_ceil(crate::ops::WORKGROUP * per)),
+        writes: written.len(),
+    }))
+}
+
+/// The headers every generated kernel includes (after its defines).
+const INCLUDES: &str = "#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n\
+                        #include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n";
+
+/// The bindings of a generated kernel from `first` on: the buffers it reads (with their element
+/// types), then the results it writes.
+fn declare_buffers(source: &mut String, run: &[&Elementwise], first: usize, inputs: &[(Subbuffer<[u8]>, &str)], written: &[usize]) {
+    for (k, (_, t)) in inputs.iter().enumerate() {
+        let _ = writeln!(source, "layout(set = 0, binding = {}) readonly buffer I{k} {{ {t} in{k}[]; }};", first + k);
+    }
+    for (j, &k) in written.iter().enumerate() {
+        let binding = first + inputs.len() + j;
+        let _ = writeln!(
+            source,
+            "layout(set = 0, binding = {binding}) writeonly buffer O{j} {{ {} o{j}[]; }};",
+            run[k].stored()
+        );
+    }
+}
+
+/// One dispatch of a GEMM with an epilogue: the GEMM's own source, built with its own defines,
+/// storing each result through `epilogue(i, v)`, the run's other members at result index i
+/// (`body`, which writes the results in `written`). Bindings: the GEMM's operands (0 and 1),
+/// then the epilogue's inputs and results; push constants and workgroups the GEMM's. The
+/// epilogue is declared first, under the element-wise kernels' defines (f32 computed in f64),
+/// then those defines give way to the GEMM's: each part computes exactly as its own kernel.
+fn gemm_command(
+    run: &[&Elementwise],
+    gemm: &Arc<Pipeline>,
+    groups: [u32; 3],
+    inputs: Vec<(Subbuffer<[u8]>, &'static str)>,
+    written: &[usize],
+    body: &str,
+) -> Result<Command> {
+    let built = gemm.kernel();
+    let gemm_source = built.source.strip_prefix("#version 450\n").ok_or_else(|| Error::Vulkan("a GEMM source without its version line".into()))?;
+    let mut source = String::from("#version 450\n");
+    source.push_str(DEFINES);
+    source.push_str(INCLUDES);
+    declare_buffers(&mut source, run, 2, &inputs, written);
+    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\n");
+    source.push_str("void epilogue_init() {\n  load_math_tables();\n}\n");
+    source.push_str("void epilogue(uint i, T v) {\n");
+    source.push_str(body);
+    for (j, &k) in written.iter().enumerate() {
+        let _ = writeln!(source, "    o{j}[i] = {};", store(run[k], k));
+    }
+    source.push_str("}\n#undef W\n#undef PRECISE\n#undef MATH64\n#undef STORE_C\n");
+    for (name, value) in built.defines {
+        let _ = writeln!(source, "#undef {name}\n#define {name} {value}");
+    }
+    source.push_str("#define EPILOGUE 1\n#define STORE_C(i, v) epilogue(i, T(v))\n");
+    source.push_str(gemm_source);
+    let pipeline = kernel("fused_gemm", &source, gemm.op())?;
+    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = run[0].operands.iter().map(|(b, _)| b.clone()).collect();
+    bindings.extend(inputs.into_iter().map(|(b, _)| b));
+    bindings.extend(written.iter().map(|&k| run[k].out.clone()));
+    Ok(Command::Dispatch(Dispatch {
+        name: "fused_gemm",
+        pipeline,
+        bindings,
+        push: run[0].push,
+        groups,
         writes: written.len(),
     }))
 }
@@ -632,7 +745,7 @@ fn store(e: &Elementwise, k: usize) -> String {
 /// space, as GLSL.
 fn index(access: &Access, at: &str) -> String {
     match access {
-        Access::Linear | Access::Reduced => at.into(),
+        Access::Linear | Access::Reduced | Access::Gemm => at.into(),
         Access::Strided { offset, dims, strides } => {
             // Row-major digits of i over dims, last dim first (as binary.comp decodes them).
             let mut terms = vec![offset.to_string()];
@@ -648,16 +761,17 @@ fn index(access: &Access, at: &str) -> String {
     }
 }
 
-/// The pipeline of a generated kernel, compiled once per source and device.
-fn kernel(source: &str) -> Result<Arc<Pipeline>> {
-    let key = (crate::context::current(), source.to_string());
+/// The pipeline of generated kernel `name` with specialization constant 0 set to `op`, compiled
+/// once per source and device.
+fn kernel(name: &'static str, source: &str, op: u32) -> Result<Arc<Pipeline>> {
+    let key = (crate::context::current(), source.to_string(), op);
     if let Some(p) = KERNELS.get(&key) {
         return Ok(p.clone());
     }
     let words = spirv(source)?;
     let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }
         .map_err(|e| Error::vulkan("loading a fused kernel", e))?;
-    let pipeline = pipelines::runtime_pipeline("fused_elementwise", module);
+    let pipeline = pipelines::runtime_pipeline(name, module, op);
     KERNELS.insert(key, pipeline.clone());
     Ok(pipeline)
 }

@@ -40,6 +40,10 @@ pub struct Kernel {
     pub load: ShaderLoader,
     /// Built with T4 (common.glsl): the contiguous case runs a 16-byte vector per step.
     pub vectorized: bool,
+    /// Its GLSL source and the defines it was built with, for the fused kernels that build on it
+    /// (fuse.rs: a GEMM with an epilogue); empty for kernels compiled at run time.
+    pub source: &'static str,
+    pub defines: &'static [(&'static str, &'static str)],
 }
 
 /// The kernel's name by address and length (each is a distinct static string: no hashing of the
@@ -65,6 +69,11 @@ impl Pipeline {
     /// Specialization constant 0 (the op code of an op family's kernel).
     pub fn op(&self) -> u32 {
         self.op
+    }
+
+    /// The kernel it runs.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The same kernel's pipeline slot with specialization constant 0 set to `op`.
@@ -175,14 +184,14 @@ fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> 
 
 /// The pipeline of a shader compiled at run time (the compiler's fused kernels, fuse.rs), created
 /// by the builder threads (or at first use) as every other one.
-pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>) -> Arc<Pipeline> {
+pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>, op: u32) -> Arc<Pipeline> {
     fn compiled_at_run_time(_: Arc<Device>) -> std::result::Result<Arc<ShaderModule>, Validated<VulkanError>> {
         Err(Validated::Error(VulkanError::InitializationFailed))
     }
     let per_invocation =
         if module.specialization_constants().contains_key(&2) { crate::policy::elements_per_invocation() } else { 1 };
-    let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false };
-    let slot = Arc::new(Pipeline { kernel, op: 0, device: current(), module, per_invocation, created: OnceCell::new() });
+    let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false, source: "", defines: &[] };
+    let slot = Arc::new(Pipeline { kernel, op, device: current(), module, per_invocation, created: OnceCell::new() });
     let _ = BUILDERS.send(slot.clone());
     slot
 }

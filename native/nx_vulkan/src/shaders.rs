@@ -25,6 +25,8 @@ macro_rules! kernel {
             name: $name,
             load: $variant::load,
             vectorized: defines_t4(&[$($define),*]),
+            source: include_str!(concat!("../", $path)),
+            defines: &[$(($define, $value)),*],
         };
     };
 }
