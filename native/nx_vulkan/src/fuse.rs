@@ -36,6 +36,8 @@ use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 
 /// NXV_FUSE=0 (read once) leaves programs unfused (and unrewritten: peephole.rs).
 pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
+/// NXV_GEMM_EPILOGUE=0 (read once) leaves GEMMs out of fusion (to measure what epilogues save).
+static EPILOGUES_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_GEMM_EPILOGUE").is_ok_and(|v| v == "0"));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
 /// The most ops in one fused kernel, and the most results it writes.
@@ -91,7 +93,8 @@ enum Kind {
 /// through STORE_C, writing batch x M x N results (pc[3], pc[0], pc[1]) in its last binding.
 fn gemm(d: &Dispatch) -> bool {
     let kernel = d.pipeline.kernel();
-    d.name.starts_with("gemm")
+    !*EPILOGUES_OFF
+        && d.name.starts_with("gemm")
         && kernel.source.contains("STORE_C(")
         && kernel.defines.contains(&("T", "float"))
         && !kernel.defines.iter().any(|(name, _)| *name == "CONV")
