@@ -126,4 +126,28 @@ end
 
 bad = bad ++ for({label, a, b, f} <- gemms, do: epilogue.(label, a, b, f))
 
+# The implicit-GEMM conv with its bias and activation (NCHW: the bias along the feature axis).
+conv_epilogue = fn label, xs, ks, opts ->
+  layer = fn x, k, bias ->
+    Nx.conv(x, k, opts) |> Nx.add(Nx.reshape(bias, {1, :auto, 1, 1})) |> Nx.max(0)
+  end
+
+  args = [ints.(xs, 10, :f32), ints.(ks, 11, :f32), ints.({elem(ks, 0)}, 12, :f32)]
+  info = Nx.Vulkan.program_info(layer, args)
+
+  same =
+    Nx.to_binary(apply(Nx.Defn.jit(layer), args)) ==
+      Nx.to_binary(apply(Nx.Defn.jit(layer, compiler: Nx.Vulkan), args))
+
+  fused = "fused_gemm" in info.kernels
+
+  IO.puts(
+    "epilogue #{label}: #{if same and fused, do: "equal", else: "MISMATCH"} #{inspect(info.kernels)}"
+  )
+
+  if same and fused, do: 0, else: 1
+end
+
+bad = bad ++ for({label, x, k, opts} <- convs, do: conv_epilogue.(label, x, k, opts))
+
 IO.puts("variants: #{Enum.sum(bad)} mismatches")

@@ -487,6 +487,18 @@ defmodule Nx.Vulkan.CompilerTest do
         end
       end
 
+      # A conv layer: bias along the feature axis, relu (on GPUs the implicit-GEMM conv's
+      # epilogue; on lavapipe the im2col GEMM's result is transposed first).
+      conv = fn x, k, b ->
+        Nx.conv(x, k, padding: :same, strides: [1, 2])
+        |> Nx.add(Nx.reshape(b, {1, :auto, 1, 1}))
+        |> Nx.max(0)
+      end
+
+      assert_same(conv, [
+        [random({2, 8, 9, 11}, :f32, 1.0, 61), random({24, 8, 3, 3}, :f32, 1.0, 62), random({24})]
+      ])
+
       # f64 and integer GEMMs keep their own kernels (the epilogue computes f32 ops in f64).
       for type <- [:f64, :s32] do
         x = random({9, 7}, :f32, 4.0, 57) |> Nx.as_type(type)

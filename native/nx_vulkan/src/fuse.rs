@@ -82,22 +82,22 @@ enum Kind {
     /// epilogue).
     Reduce,
     /// A GEMM of f32 operands into a contiguous f32 result (gemm.comp, gemm_rows.comp,
-    /// gemm_rows4.comp, gemm_tiled.comp; not a convolution), as a run's first member only: the
-    /// members after it (an epilogue: a bias, an activation, a gradient's mask) run on each
-    /// result where the GEMM stores it (its STORE_C), at the result's index, so a dense layer
-    /// is one kernel and one level of the program instead of two.
+    /// gemm_rows4.comp, gemm_tiled.comp, the implicit-GEMM convolution too), as a run's first
+    /// member only: the members after it (an epilogue: a bias, an activation, a gradient's mask)
+    /// run on each result where the GEMM stores it (its STORE_C), at the result's index, so a
+    /// dense or conv layer is one kernel and one level of the program instead of two.
     Gemm,
 }
 
 /// Whether a dispatch is a GEMM an epilogue can follow: one of the f32 GEMM kernels that store
-/// through STORE_C, writing batch x M x N results (pc[3], pc[0], pc[1]) in its last binding.
+/// through STORE_C, writing batch x M x N results (pc[3], pc[0], pc[1]; a convolution's groups x
+/// features per group x output pixels) in its last binding.
 fn gemm(d: &Dispatch) -> bool {
     let kernel = d.pipeline.kernel();
     !*EPILOGUES_OFF
         && d.name.starts_with("gemm")
         && kernel.source.contains("STORE_C(")
         && kernel.defines.contains(&("T", "float"))
-        && !kernel.defines.iter().any(|(name, _)| *name == "CONV")
         && d.bindings.len() == 3
         && d.writes == 1
 }
