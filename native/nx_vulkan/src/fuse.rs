@@ -38,6 +38,8 @@ use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
 /// NXV_GEMM_EPILOGUE=0 (read once) leaves GEMMs out of fusion (to measure what epilogues save).
 static EPILOGUES_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_GEMM_EPILOGUE").is_ok_and(|v| v == "0"));
+/// NXV_REDUCTION_PROLOGUES=1 (read once) lets reductions take prologues on GPUs too.
+static PROLOGUES_ON: Lazy<bool> = Lazy::new(|| std::env::var("NXV_REDUCTION_PROLOGUES").is_ok_and(|v| v == "1"));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
 /// The most ops in one fused kernel, and the most results it writes.
@@ -399,7 +401,7 @@ fn run(
             // kernels spread them over the GPU), and one prologue case there differed from the
             // unfused kernels (not yet pinned down).
             let takes_prologue = reduces
-                && crate::policy::cpu_device()
+                && (crate::policy::cpu_device() || *PROLOGUES_ON)
                 && reduce_at.is_none()
                 && next.push[0] as u64 * next.push[1] as u64 == space
                 && visits_once(&next.push, space);
