@@ -96,58 +96,58 @@ bad =
 
 # Each f32 GEMM variant with an epilogue (fuse.rs): a bias, a relu and a sigmoid computed where
 # the GEMM stores each result, bit for bit the Evaluator's (which runs them as kernels of their
-# own); the GEMM's own result returned too. A split-K GEMM (a sum of partial products) keeps
-# its ops unfused.
-epilogue = fn label, a, b, f ->
-  dense = fn x, w, bias ->
-    y = f.(x, w)
-    {y, Nx.add(y, bias) |> Nx.max(0), Nx.sigmoid(y) |> Nx.multiply(bias)}
-  end
-
-  {x, w} = {ints.(a, 7, :f32), ints.(b, 8, :f32)}
-  out = f.(x, w).shape
-  args = [x, w, ints.({elem(out, tuple_size(out) - 1)}, 9, :f32)]
-  info = Nx.Vulkan.program_info(dense, args)
-  flat = fn t -> t |> Tuple.to_list() |> Enum.map(&Nx.to_binary/1) end
-
-  same =
-    flat.(apply(Nx.Defn.jit(dense), args)) ==
-      flat.(apply(Nx.Defn.jit(dense, compiler: Nx.Vulkan), args))
-
-  fused =
-    "fused_gemm" in info.kernels or Enum.any?(info.kernels, &String.starts_with?(&1, "reduce"))
-
-  IO.puts(
-    "epilogue #{label}: #{if same and fused, do: "equal", else: "MISMATCH"} #{inspect(info.kernels)}"
-  )
-
-  if same and fused, do: 0, else: 1
-end
-
-bad = bad ++ for({label, a, b, f} <- gemms, do: epilogue.(label, a, b, f))
-
-# The implicit-GEMM conv with its bias and activation (NCHW: the bias along the feature axis).
-conv_epilogue = fn label, xs, ks, opts ->
-  layer = fn x, k, bias ->
-    Nx.conv(x, k, opts) |> Nx.add(Nx.reshape(bias, {1, :auto, 1, 1})) |> Nx.max(0)
-  end
-
-  args = [ints.(xs, 10, :f32), ints.(ks, 11, :f32), ints.({elem(ks, 0)}, 12, :f32)]
+# own); the GEMM's own result returned too. `with_epilogue` compiles `layer` and compares it
+# with the Evaluator, bit for bit, and asks `fused?` of the program's kernels.
+with_epilogue = fn label, layer, args, fused? ->
   info = Nx.Vulkan.program_info(layer, args)
 
+  flat = fn t ->
+    t |> List.wrap() |> Nx.Defn.Composite.flatten_list() |> Enum.map(&Nx.to_binary/1)
+  end
+
   same =
-    Nx.to_binary(apply(Nx.Defn.jit(layer), args)) ==
-      Nx.to_binary(apply(Nx.Defn.jit(layer, compiler: Nx.Vulkan), args))
+    flat.(apply(Nx.Defn.jit(layer), args)) ==
+      flat.(apply(Nx.Defn.jit(layer, compiler: Nx.Vulkan), args))
 
-  fused = "fused_gemm" in info.kernels
-
-  IO.puts(
-    "epilogue #{label}: #{if same and fused, do: "equal", else: "MISMATCH"} #{inspect(info.kernels)}"
-  )
-
-  if same and fused, do: 0, else: 1
+  ok = same and fused?.(info.kernels)
+  IO.puts("epilogue #{label}: #{if ok, do: "equal", else: "MISMATCH"} #{inspect(info.kernels)}")
+  if ok, do: 0, else: 1
 end
 
-bad = bad ++ for({label, x, k, opts} <- convs, do: conv_epilogue.(label, x, k, opts))
+# A split-K GEMM (a sum of partial products) keeps its ops unfused.
+gemm_fused? = fn kernels ->
+  "fused_gemm" in kernels or Enum.any?(kernels, &String.starts_with?(&1, "reduce"))
+end
+
+bad =
+  bad ++
+    for {label, a, b, f} <- gemms do
+      dense = fn x, w, bias ->
+        y = f.(x, w)
+        {y, Nx.add(y, bias) |> Nx.max(0), Nx.sigmoid(y) |> Nx.multiply(bias)}
+      end
+
+      {x, w} = {ints.(a, 7, :f32), ints.(b, 8, :f32)}
+      out = f.(x, w).shape
+
+      with_epilogue.(
+        label,
+        dense,
+        [x, w, ints.({elem(out, tuple_size(out) - 1)}, 9, :f32)],
+        gemm_fused?
+      )
+    end
+
+# The implicit-GEMM conv with its bias and activation (NCHW: the bias along the feature axis).
+bad =
+  bad ++
+    for {label, xs, ks, opts} <- convs do
+      layer = fn x, k, bias ->
+        Nx.conv(x, k, opts) |> Nx.add(Nx.reshape(bias, {1, :auto, 1, 1})) |> Nx.max(0)
+      end
+
+      args = [ints.(xs, 10, :f32), ints.(ks, 11, :f32), ints.({elem(ks, 0)}, 12, :f32)]
+      with_epilogue.(label, layer, args, &("fused_gemm" in &1))
+    end
 
 IO.puts("variants: #{Enum.sum(bad)} mismatches")

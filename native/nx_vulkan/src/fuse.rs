@@ -715,9 +715,6 @@ fn gemm_command(
     source.push_str("void epilogue_init() {\n  load_math_tables();\n}\n");
     source.push_str("void epilogue(uint i, T v) {\n");
     source.push_str(body);
-    for (j, &k) in written.iter().enumerate() {
-        let _ = writeln!(source, "    o{j}[i] = {};", store(run[k], k));
-    }
     source.push_str("}\n#undef W\n#undef PRECISE\n#undef MATH64\n#undef STORE_C\n");
     for (name, value) in built.defines {
         let _ = writeln!(source, "#undef {name}\n#define {name} {value}");
