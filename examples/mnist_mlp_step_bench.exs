@@ -7,8 +7,9 @@
 #
 # Checks before timing: every input and gradient lives on Nx.Vulkan.Backend, the loss is finite,
 # and the step falls back to the host for nothing. Then times best and median of N blocks of M
-# steps (default 5 x 20), reading the loss back every step, in two modes: Nx.Defn.jit called every
-# step (the Evaluator re-traces each call) and a function compiled once with Nx.Defn.compile/3.
+# steps (default 5 x 20), each mode after 0.5 s of warm-up steps, reading the loss back every
+# step, in two modes: Nx.Defn.jit called every step (the Evaluator re-traces each call) and a
+# function compiled once with Nx.Defn.compile/3.
 # The Evaluator's own floor is the same step on tiny shapes (batch 1, 2 features, 2 hidden units)
 # on Nx.BinaryBackend. --binary (or NXV_BENCH_BINARY=1) also runs the real step on the
 # BinaryBackend for the ratio. Prints one table, and a RESULT line for bench/batch_cap_sweep.exs.
@@ -46,6 +47,22 @@ defmodule Bench do
       |> Enum.sort()
 
     {hd(per_step), Enum.at(per_step, div(length(per_step), 2))}
+  end
+
+  # Steps for WARM_UP_MS first: an idle GPU runs at a low clock until a burst of work raises it
+  # (the H200 idles at 345 MHz and took ~0.2 s of steps to reach 1980 MHz: the large step's
+  # first blocks ran 4.7x slower), and it drops again within about a second of idling, as it
+  # does between this script's modes. bench/peers_mnist_step.py warms up the same way.
+  @warm_up_ms 500
+  def warm_up(step_fun) do
+    deadline = System.monotonic_time(:millisecond) + @warm_up_ms
+
+    Stream.repeatedly(fn ->
+      {loss, _grads} = step_fun.()
+      Nx.to_number(loss)
+      System.monotonic_time(:millisecond)
+    end)
+    |> Enum.find(&(&1 >= deadline))
   end
 
   def resident!(label, tensors) do
@@ -108,6 +125,7 @@ if fallbacks != %{},
   do: raise("the step fell back to the host: #{inspect(Nx.Vulkan.Fallback.reasons())}")
 
 measure = fn step_fun ->
+  Bench.warm_up(step_fun)
   s0 = Nx.Vulkan.stats()
   {best, median} = Bench.time(step_fun, blocks, steps)
   s1 = Nx.Vulkan.stats()
@@ -147,6 +165,7 @@ nxv_caller_us = caller_us.(fn -> nxv_step.(params, x, labels) end)
 # GPU time per step with timestamps only around submissions (per-command ones, below, serialise
 # the dispatches they sit between).
 gpu_per_batch_us = fn step_fun ->
+  Bench.warm_up(step_fun)
   Nx.Vulkan.set_gpu_timing(:per_batch)
   g0 = Nx.Vulkan.stats().gpu_ns
   for _ <- 1..20, do: step_fun.() |> elem(0) |> Nx.to_number()
@@ -159,6 +178,7 @@ evaluator_gpu_us = gpu_per_batch_us.(fn -> compiled_step.(params, x, labels) end
 nxv_gpu_us = gpu_per_batch_us.(fn -> nxv_step.(params, x, labels) end)
 
 # Breakdown pass (not timed above): GPU time per step from timestamp queries.
+Bench.warm_up(fn -> compiled_step.(params, x, labels) end)
 Nx.Vulkan.set_gpu_timing(true)
 Nx.Vulkan.take_kernel_times()
 g0 = Nx.Vulkan.stats()

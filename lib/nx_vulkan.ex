@@ -297,7 +297,7 @@ defmodule Nx.Vulkan do
   `pipeline_disk_cache`), live and peak device bytes, everything allocated (`allocated_bytes`,
   `peak_allocated_bytes`) against `memory_limit`, the pending queue (`queued_commands`,
   `queued_bytes`) against its bound (`pending_max_commands`, `pending_max_bytes`), and the policy
-  in force (`precise_f32`, `fence_spin_us`, `cpu_device`).
+  in force (`precise_f32`, `spin_us`, `cpu_device`).
 
   `host_syncs` counts the flushes a caller blocked on (work was pending or in flight), by
   reason: `:download` (a read: `Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a transfer),

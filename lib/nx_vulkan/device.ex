@@ -97,7 +97,11 @@ defmodule Nx.Vulkan.Device do
 
     precise_dot = flag!("NXV_PRECISE_DOT", dot_default)
 
-    spin_us = if class == :software, do: 0, else: 200
+    # How long threads waiting on the GPU poll before they block (queue.rs, SPIN_US): a blocked
+    # thread wakes late on GPU hosts; on a CPU device (whatever class it is forced to) polling
+    # steals a core from the threads doing the work.
+    spin_default = if class == :software or info.type == :cpu, do: 0, else: 1000
+    spin_us = integer_env!("NXV_SPIN_US", spin_default, 0, "a number of microseconds")
     # Off by default: on the H200 it measured 0.52 vs 0.40 ms per MNIST step (b368ab7).
     early = flag!("NXV_EARLY_SUBMIT", false)
     per_invocation = per_invocation!(if class == :software, do: 1, else: 4)

@@ -20,7 +20,7 @@ nifs = [
   configure: [
     :precise_f32,
     :precise_dot,
-    :fence_spin_us,
+    :spin_us,
     :cpu_device,
     :early_submit,
     :per_invocation,

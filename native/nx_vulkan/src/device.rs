@@ -2,7 +2,7 @@
 use crate::context::{ctx, opened, use_device, MAX_DEVICES};
 use crate::error::{arg_error, Error, Result};
 use crate::pipelines;
-use crate::queue::{self, FlushReason, BATCH_MAX, FENCE_SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES};
+use crate::queue::{self, FlushReason, BATCH_MAX, SPIN_US, FLUSH_REASON_NAMES, HOST_SYNC_NAMES};
 use crate::tensor::memory_stats;
 use rustler::{Encoder, Env, Term};
 use std::sync::atomic::Ordering;
@@ -108,7 +108,7 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 }
 
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math, and f32/f16 dot
-/// products, compute in f64 (needs shaderFloat64), how long fence waits poll before blocking, and whether the device is a
+/// products, compute in f64 (needs shaderFloat64), how long threads waiting on the GPU poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
 /// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores
@@ -117,7 +117,7 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
 fn configure(
     precise_f32: bool,
     precise_dot: bool,
-    fence_spin_us: u64,
+    spin_us: u64,
     cpu_device: bool,
     early_submit: bool,
     elements_per_invocation: u32,
@@ -144,7 +144,7 @@ fn configure(
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
-    FENCE_SPIN_US.store(fence_spin_us, Ordering::Relaxed);
+    SPIN_US.store(spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
 }
 
@@ -265,7 +265,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("batch_max", BATCH_MAX.load(Ordering::Relaxed).encode(env)),
             ("precise_f32", crate::policy::precise_f32().encode(env)),
             ("precise_dot", crate::policy::precise_dot().encode(env)),
-            ("fence_spin_us", FENCE_SPIN_US.load(Ordering::Relaxed).encode(env)),
+            ("spin_us", SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),

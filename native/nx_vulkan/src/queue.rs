@@ -19,7 +19,7 @@
 use crate::context::{ctx, current, MAX_DEVICES};
 use crate::error::{Error, Result};
 use ash::vk;
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TryRecvError};
 use once_cell::sync::{Lazy, OnceCell};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -210,9 +210,45 @@ enum Control {
 const RECORD_AHEAD: usize = 8;
 
 pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
-/// How long a fence is polled before blocking. Set from the device class: polling pays on GPUs,
-/// but on a CPU device (lavapipe) it steals a core from the threads doing the work.
-pub static FENCE_SPIN_US: AtomicU64 = AtomicU64::new(200);
+/// How long a thread waiting on the GPU polls before it blocks (NXV_SPIN_US): the GPU thread on a
+/// fence and between messages, a caller on its flush's reply. A blocked thread wakes tens of us
+/// late on a GPU host (H200, one call: the large MNIST step's 305 us of GPU work waited 350-354
+/// us with a 200 us poll, 314-317 with 2 or 20 ms), which is what a short program pays twice
+/// (the GPU thread's wake-up at the flush, the caller's at the reply). Set from the device
+/// class: on a CPU device (lavapipe) polling steals a core from the threads doing the work.
+pub static SPIN_US: AtomicU64 = AtomicU64::new(200);
+
+/// Callers polling for a flush's reply now: past MAX_SPINNING_CALLERS the others block at once,
+/// so many waiting processes do not take every core.
+static SPINNING_CALLERS: AtomicUsize = AtomicUsize::new(0);
+const MAX_SPINNING_CALLERS: usize = 2;
+
+fn spin_budget() -> Duration {
+    Duration::from_micros(SPIN_US.load(Ordering::Relaxed))
+}
+
+/// Waits for the GPU thread's reply on `rx`, polling for up to the spin budget first (see SPIN_US).
+fn await_reply<T>(rx: &Receiver<T>) -> Result<T> {
+    let spin = spin_budget();
+    if !spin.is_zero() && SPINNING_CALLERS.fetch_add(1, Ordering::AcqRel) < MAX_SPINNING_CALLERS {
+        let until = Instant::now() + spin;
+        let reply = loop {
+            match rx.try_recv() {
+                Ok(reply) => break Some(Ok(reply)),
+                Err(TryRecvError::Disconnected) => break Some(Err(stopped())),
+                Err(TryRecvError::Empty) if Instant::now() > until => break None,
+                Err(TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        };
+        SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
+        if let Some(reply) = reply {
+            return reply;
+        }
+    } else if !spin.is_zero() {
+        SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
+    }
+    rx.recv().map_err(|_| stopped())
+}
 /// Whether each submission writes a timestamp before its first command and after every command
 /// (stats().gpu_ns, and per kernel in KERNEL_TIMES). Off by default: the queries cost a little per
 /// command. With it on, a command buffer holds at most TIMED_COMMANDS commands.
@@ -358,7 +394,7 @@ pub fn flush(reason: FlushReason) -> Result<()> {
         .control
         .send(Control::Flush(reason, tx))
         .map_err(|_| stopped())?;
-    rx.recv().map_err(|_| stopped())?
+    await_reply(&rx)?
 }
 
 /// Waits (on the caller's dirty scheduler) until the queue is within its bound; returns at once
@@ -369,12 +405,12 @@ pub fn throttle() -> Result<()> {
     }
     let (tx, rx) = bounded(1);
     queue().control.send(Control::Throttle(tx)).map_err(|_| stopped())?;
-    rx.recv().map_err(|_| stopped())
+    await_reply(&rx)
 }
 
 fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
-    while let Ok(message) = control.recv() {
+    while let Some(message) = next_message(&control, &pending, &mut recorder) {
         let _inside = crate::exit_guard::enter();
         match message {
             Control::Drain => recorder.drain(&pending),
@@ -415,6 +451,34 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
             }
         }
     }
+}
+
+/// The GPU thread's next message (None once the queue is gone). It polls for up to the spin
+/// budget first (see SPIN_US), recording commands as they are queued meanwhile (what a Drain
+/// would do later: results do not change, only when their recording happens), so neither the
+/// next flush nor a compiled program's replay waits for the thread to wake.
+fn next_message(control: &Receiver<Control>, pending: &Receiver<Queued>, recorder: &mut Recorder) -> Option<Control> {
+    let spin = spin_budget();
+    if !spin.is_zero() {
+        let mut until = Instant::now() + spin;
+        loop {
+            match control.try_recv() {
+                Ok(message) => return Some(message),
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
+            if !pending.is_empty() {
+                let _inside = crate::exit_guard::enter();
+                recorder.drain(pending);
+                until = Instant::now() + spin;
+            } else if Instant::now() > until {
+                break;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    control.recv().ok()
 }
 
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
@@ -931,7 +995,7 @@ impl Recorder {
         let Some(done) = self.in_flight.pop_front() else { return Ok(()) };
         let c = ctx()?;
         let waiting = Instant::now();
-        let spin_until = waiting + Duration::from_micros(FENCE_SPIN_US.load(Ordering::Relaxed));
+        let spin_until = waiting + spin_budget();
         while !done
             .fence
             .is_signaled()
