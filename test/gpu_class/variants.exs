@@ -150,4 +150,4 @@ bad =
       with_epilogue.(label, layer, args, &("fused_gemm" in &1))
     end
 
-IO.puts("variants: #{Enum.sum(bad)} mismatches")
+IO.puts("variants: #{Enum.sum(bad)} mismatches (spin_us #{Nx.Vulkan.stats().spin_us})")

@@ -161,6 +161,7 @@ defmodule Nx.Vulkan.NoDeviceTest do
           {"NXV_ELEMENTS_PER_INVOCATION", "3",
            ~s|NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: "3"|},
           {"NXV_DRIVER_NICE", "20", ~s|NXV_DRIVER_NICE must be an integer from 0 to 19, got: "20"|},
+          {"NXV_SPIN_US", "-1", ~s|NXV_SPIN_US must be a number of microseconds, got: "-1"|},
           {"NXV_BATCH_MAX", "#{2 ** 64}",
            ~s|NXV_BATCH_MAX must be an integer from 0 to 2 ** 63 - 1 (0 = submit every op on its own), got: "#{2 ** 64}"|}
         ] do

@@ -3,7 +3,8 @@
 # compiled program and recording it again at each call, run on this device by a child VM told it
 # is a GPU (NXV_DEVICE_CLASS): on lavapipe the suite would otherwise never run them.
 # test/gpu_class/variants.exs compares each result with the BinaryBackend's, bit for bit, and
-# names the kernels that ran.
+# names the kernels that ran. The child polls for the GPU as GPU hosts do (NXV_SPIN_US, off on
+# CPU devices otherwise), so the polling GPU thread and callers run here too.
 defmodule Nx.Vulkan.GpuVariantsTest do
   use ExUnit.Case, async: true
   @moduletag :subprocess
@@ -22,13 +23,14 @@ defmodule Nx.Vulkan.GpuVariantsTest do
           env: [
             {"MIX_ENV", "test"},
             {"NXV_DEVICE_CLASS", "discrete_large"},
-            {"NXV_GEMM_BLOCK", unquote(block)}
+            {"NXV_GEMM_BLOCK", unquote(block)},
+            {"NXV_SPIN_US", "200"}
           ],
           stderr_to_stdout: true
         )
 
       assert status == 0, output
-      assert output =~ "variants: 0 mismatches", output
+      assert output =~ "variants: 0 mismatches (spin_us 200)", output
       for kernel <- unquote(expected), do: assert(output =~ kernel, output)
     end
   end
