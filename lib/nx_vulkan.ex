@@ -69,7 +69,8 @@ defmodule Nx.Vulkan do
 
     * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
-      (`:batch_cap`, `:early_submit`, or the flush reason that submitted it).
+      (`:batch_cap`, `:early_submit`, `:program` (a compiled program's replay, submitted once
+      recorded), or the flush reason that submitted it).
     * `[:nx_vulkan, :flush]` - a flush finished: the caller waited `duration_us` for `commands`
       commands. Metadata: `reason` (`:download`, `:explicit`, `:fallback`, `:value_read_by_op`,
       `:defn_control`, `:reclaim` (an allocation over the budget), `:backpressure` (a producer

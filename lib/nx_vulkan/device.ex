@@ -104,6 +104,9 @@ defmodule Nx.Vulkan.Device do
     spin_us = integer_env!("NXV_SPIN_US", spin_default, 0, "a number of microseconds")
     # Off by default: on the H200 it measured 0.52 vs 0.40 ms per MNIST step (b368ab7).
     early = flag!("NXV_EARLY_SUBMIT", false)
+    # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,
+    # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
+    submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
     per_invocation = per_invocation!(if class == :software, do: 1, else: 4)
 
     gemm_block = gemm_block!()
@@ -136,6 +139,7 @@ defmodule Nx.Vulkan.Device do
       spin_us,
       class == :software,
       early,
+      submit_programs,
       per_invocation,
       gemm_block,
       coop

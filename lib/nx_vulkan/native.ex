@@ -23,6 +23,7 @@ nifs = [
     :spin_us,
     :cpu_device,
     :early_submit,
+    :submit_programs,
     :per_invocation,
     :gemm_block,
     :gemm_coop

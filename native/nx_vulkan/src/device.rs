@@ -120,6 +120,7 @@ fn configure(
     spin_us: u64,
     cpu_device: bool,
     early_submit: bool,
+    submit_programs: bool,
     elements_per_invocation: u32,
     gemm_block: u32,
     gemm_coop: bool,
@@ -144,6 +145,7 @@ fn configure(
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
+    queue::SUBMIT_PROGRAMS.store(submit_programs, Ordering::Relaxed);
     SPIN_US.store(spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
 }
@@ -268,6 +270,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("spin_us", SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
+            ("submit_programs", queue::SUBMIT_PROGRAMS.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),
             ("recorded", load(&stats.recorded)),
             ("barriers", load(&stats.barriers)),

@@ -521,6 +521,12 @@ const MAX_IN_FLIGHT: usize = 2;
 /// With early submission on, an open command buffer holding this many commands is submitted
 /// as soon as the GPU has nothing in flight, so it starts while the BEAM records the rest.
 const EARLY_SUBMIT_MIN: usize = 16;
+/// Whether a compiled program's replay is submitted as soon as it is recorded (NXV_SUBMIT_PROGRAMS),
+/// like a CUDA graph's launch, rather than with the next flush or at the cap: with the GPU thread
+/// polling (SPIN_US), the GPU starts the program while its caller is still in Elixir, on its way
+/// to the read that flushes. A replay is a whole step's work, worth a submission of its own.
+pub static SUBMIT_PROGRAMS: AtomicBool = AtomicBool::new(false);
+
 /// Early submission policy (NXV_EARLY_SUBMIT; off by default: on the H200 it measured 0.52 vs
 /// 0.40 ms per MNIST step, while cap-triggered submissions that do not wait made cap 16 the
 /// fastest setting).
@@ -871,6 +877,7 @@ impl Recorder {
         queue().drain_requested.store(false, Ordering::Release);
         while let Ok(command) = pending.try_recv() {
             queue().pending_count.fetch_sub(1, Ordering::AcqRel);
+            let program = matches!(command.command, Command::Program(_));
             self.guarded(|r| r.record(command));
             let full = self.open.as_ref().is_some_and(|b| {
                 b.commands.len() >= batch_max() || (b.timestamps.is_some() && b.commands.len() >= TIMED_COMMANDS)
@@ -878,6 +885,8 @@ impl Recorder {
             if full {
                 stats().flushes[FlushReason::BatchCap as usize].fetch_add(1, Ordering::Relaxed);
                 self.guarded(|r| r.submit(false, "batch_cap"));
+            } else if program && SUBMIT_PROGRAMS.load(Ordering::Relaxed) {
+                self.guarded(|r| r.submit(false, "program"));
             }
         }
         let early = EARLY_SUBMIT.load(Ordering::Relaxed)
