@@ -150,4 +150,5 @@ bad =
       with_epilogue.(label, layer, args, &("fused_gemm" in &1))
     end
 
-IO.puts("variants: #{Enum.sum(bad)} mismatches (spin_us #{Nx.Vulkan.stats().spin_us})")
+stats = Nx.Vulkan.stats()
+IO.puts("variants: #{Enum.sum(bad)} mismatches (spin_us #{stats.spin_us}, submit_programs #{stats.submit_programs})")

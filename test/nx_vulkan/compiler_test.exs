@@ -509,6 +509,19 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    test "a GEMM epilogue past 2^24 results (a 2-D grid of workgroups), bit for bit" do
+      # 4100 x 4097 results: the GEMM's workgroups span a 2-D grid, and its epilogue stores
+      # each result at the index the GEMM computes for it.
+      {m, k, n} = {4100, 3, 4097}
+      assert m * n > 2 ** 24
+      x = random({m, k}, :f32, 1.0, 71)
+      w = random({k, n}, :f32, 1.0, 72)
+      b = random({n}, :f32, 1.0, 73)
+      f = fn x, w, b -> Nx.dot(x, w) |> Nx.add(b) |> Nx.max(0) end
+      assert_same(f, [[x, w, b]])
+      if fuses?(), do: assert("fused_gemm" in Nx.Vulkan.program_info(f, [x, w, b]).kernels)
+    end
+
     test "intermediates whose uses do not overlap share buffers; results stay bit for bit" do
       # f64 ops do not fuse: eight dispatches in a chain, each result read only by the next.
       f = fn x ->

@@ -4,7 +4,8 @@
 # is a GPU (NXV_DEVICE_CLASS): on lavapipe the suite would otherwise never run them.
 # test/gpu_class/variants.exs compares each result with the BinaryBackend's, bit for bit, and
 # names the kernels that ran. The child polls for the GPU as GPU hosts do (NXV_SPIN_US, off on
-# CPU devices otherwise), so the polling GPU thread and callers run here too.
+# CPU devices otherwise), so the polling GPU thread and callers, and compiled programs submitted
+# as soon as they are recorded, run here too.
 defmodule Nx.Vulkan.GpuVariantsTest do
   use ExUnit.Case, async: true
   @moduletag :subprocess
@@ -30,7 +31,7 @@ defmodule Nx.Vulkan.GpuVariantsTest do
         )
 
       assert status == 0, output
-      assert output =~ "variants: 0 mismatches (spin_us 200)", output
+      assert output =~ "variants: 0 mismatches (spin_us 200, submit_programs true)", output
       for kernel <- unquote(expected), do: assert(output =~ kernel, output)
     end
   end
