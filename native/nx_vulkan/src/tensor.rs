@@ -153,11 +153,12 @@ pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 /// pooled ones as they pass it, so the pool renews what long-running work keeps cycling.
 pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
 
-/// Whether `buffer` is past the age limit (and forgets its birth if so: it is about to go).
-fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>) -> bool {
+/// Whether `buffer` is past the age limit at `now` (and forgets its birth if so: it is about to go).
+fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>, now: Instant) -> bool {
     let max_age = POOL_MAX_AGE_MS.load(Ordering::Relaxed);
     let h = queue::handle(buffer);
-    let old = max_age != 0 && born.get(&h).is_some_and(|t| t.elapsed() > std::time::Duration::from_millis(max_age));
+    let old = max_age != 0
+        && born.get(&h).is_some_and(|t| now.saturating_duration_since(*t) > std::time::Duration::from_millis(max_age));
     if old {
         born.remove(&h);
     }
@@ -192,10 +193,11 @@ fn trim_idle_in(pool: &Mutex<Pool>) {
     let mut expired = Vec::new();
     if let Ok(mut pool) = pool.lock() {
         let Pool { free, bytes, born } = &mut *pool;
+        let now = Instant::now();
         let mut freed = 0;
         for ((_, class), list) in free.iter_mut() {
             let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(buffer, since)| {
-                idle.is_some_and(|idle| since.elapsed() > idle) || past_age(buffer, born)
+                idle.is_some_and(|idle| now.saturating_duration_since(*since) > idle) || past_age(buffer, born, now)
             });
             freed += old.len() as u64 * class;
             *list = kept;
@@ -242,7 +244,9 @@ pub(crate) fn give_back(device: usize, kind: Kind, buffer: Subbuffer<[u8]>) {
     let cap = pool_max_bytes();
     Lazy::force(&TRIMMER);
     if let Ok(mut pool) = POOLS[device].lock() {
-        if past_age(&buffer, &mut pool.born) {
+        // One clock read per release (the age check and the pool entry share it).
+        let now = Instant::now();
+        if past_age(&buffer, &mut pool.born, now) {
             return;
         }
         // Full: make room by dropping the oldest buffers of the class holding the most bytes
@@ -262,7 +266,7 @@ pub(crate) fn give_back(device: usize, kind: Kind, buffer: Subbuffer<[u8]>) {
             pool.bytes -= key.1;
         }
         pool.bytes += class;
-        pool.free.entry((kind, class)).or_default().push((buffer, Instant::now()));
+        pool.free.entry((kind, class)).or_default().push((buffer, now));
     }
 }
 
