@@ -227,25 +227,54 @@ fn spin_budget() -> Duration {
     Duration::from_micros(SPIN_US.load(Ordering::Relaxed))
 }
 
+/// Calls `attempt` until it yields a value or the spin budget has passed (None: the caller
+/// blocks instead). It always tries once, so with no budget it is a single check.
+fn poll<T>(mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + spin_budget();
+    loop {
+        if let Some(value) = attempt() {
+            return Some(value);
+        }
+        if Instant::now() > until {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// A caller's place among the MAX_SPINNING_CALLERS that may poll at once, until dropped.
+struct SpinningCaller(());
+
+impl SpinningCaller {
+    fn enter() -> Option<SpinningCaller> {
+        if spin_budget().is_zero() {
+            return None;
+        }
+        if SPINNING_CALLERS.fetch_add(1, Ordering::AcqRel) >= MAX_SPINNING_CALLERS {
+            SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(SpinningCaller(()))
+    }
+}
+
+impl Drop for SpinningCaller {
+    fn drop(&mut self) {
+        SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Waits for the GPU thread's reply on `rx`, polling for up to the spin budget first (see SPIN_US).
 fn await_reply<T>(rx: &Receiver<T>) -> Result<T> {
-    let spin = spin_budget();
-    if !spin.is_zero() && SPINNING_CALLERS.fetch_add(1, Ordering::AcqRel) < MAX_SPINNING_CALLERS {
-        let until = Instant::now() + spin;
-        let reply = loop {
-            match rx.try_recv() {
-                Ok(reply) => break Some(Ok(reply)),
-                Err(TryRecvError::Disconnected) => break Some(Err(stopped())),
-                Err(TryRecvError::Empty) if Instant::now() > until => break None,
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-            }
-        };
-        SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
+    if let Some(_spinning) = SpinningCaller::enter() {
+        let reply = poll(|| match rx.try_recv() {
+            Ok(reply) => Some(Ok(reply)),
+            Err(TryRecvError::Disconnected) => Some(Err(stopped())),
+            Err(TryRecvError::Empty) => None,
+        });
         if let Some(reply) = reply {
             return reply;
         }
-    } else if !spin.is_zero() {
-        SPINNING_CALLERS.fetch_sub(1, Ordering::AcqRel);
     }
     rx.recv().map_err(|_| stopped())
 }
@@ -1004,20 +1033,15 @@ impl Recorder {
         let Some(done) = self.in_flight.pop_front() else { return Ok(()) };
         let c = ctx()?;
         let waiting = Instant::now();
-        let spin_until = waiting + spin_budget();
-        while !done
-            .fence
-            .is_signaled()
-            .map_err(|e| Error::vulkan("waiting on a fence", e))?
-        {
-            if Instant::now() > spin_until {
-                done.fence
-                    .wait(None)
-                    .map_err(|e| Error::vulkan("waiting on a fence", e))?;
-                break;
-            }
-            std::hint::spin_loop();
+        let polled = poll(|| match done.fence.is_signaled() {
+            Ok(false) => None,
+            signaled => Some(signaled.map(|_| ())),
+        });
+        match polled {
+            Some(signaled) => signaled,
+            None => done.fence.wait(None),
         }
+        .map_err(|e| Error::vulkan("waiting on a fence", e))?;
         stats()
             .wait_ns
             .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
