@@ -56,6 +56,16 @@ defmodule Nx.Vulkan.Device do
     end
   end
 
+  @doc """
+  What the application decided for lavapipe's worker threads (`LP_NUM_THREADS`) before it
+  opened the instance: `{:set, "0"}` on hosts with at most two logical CPUs (each dispatch then
+  runs on lavapipe's queue thread, without the hand-off to a worker pool that costs a tiny
+  kernel ~40 µs there), `{:user, value}` when the environment set it, `:driver_default`
+  otherwise. Only CPU devices (lavapipe) read it.
+  """
+  @spec lavapipe_threads() :: {:set, String.t()} | {:user, String.t()} | :driver_default
+  def lavapipe_threads, do: :persistent_term.get({Nx.Vulkan.Application, :lavapipe_threads})
+
   @doc "The default device's index (`NXV_DEVICE`; 0 with `NXV_LOGICAL_DEVICES`)."
   @spec default_index() :: non_neg_integer
   def default_index, do: info().index

@@ -17,6 +17,7 @@ nifs = [
   flush: [],
   flush_for_fallback: [],
   set_batch_max: [:n],
+  set_lavapipe_threads: [:value],
   configure: [
     :precise_f32,
     :precise_dot,

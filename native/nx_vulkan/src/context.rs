@@ -125,6 +125,21 @@ fn platform() -> Result<&'static Platform> {
     PLATFORM.get_or_init(|| on_init_thread(Platform::open)).as_ref().map_err(|e| e.clone())
 }
 
+/// Sets lavapipe's worker-thread count (LP_NUM_THREADS) in the process environment, which its
+/// driver reads when the instance enumerates devices: so only before the instance exists (the
+/// application's start decides, see Nx.Vulkan.Application). libc's environment, which the
+/// driver reads; the BEAM's os:putenv does not reach it.
+pub fn set_lavapipe_threads(value: &str) -> Result<()> {
+    if PLATFORM.get().is_some() {
+        return Err(Error::Argument("LP_NUM_THREADS can be set only before the Vulkan instance is created".into()));
+    }
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::Argument(format!("LP_NUM_THREADS must be a number of threads, got: {value:?}")));
+    }
+    std::env::set_var("LP_NUM_THREADS", value);
+    Ok(())
+}
+
 /// The default device index (creates the instance on first use).
 pub fn default_index() -> Result<usize> {
     match DEFAULT.load(Ordering::Relaxed) {

@@ -107,6 +107,12 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
     Ok(rustler::types::atom::ok())
 }
 
+/// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
+#[rustler::nif]
+fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
+    crate::context::set_lavapipe_threads(&value).map(|()| rustler::types::atom::ok())
+}
+
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math, and f32/f16 dot
 /// products, compute in f64 (needs shaderFloat64), how long threads waiting on the GPU poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
