@@ -23,7 +23,11 @@ defmodule Nx.Vulkan.Device do
   @doc """
   Device facts: name, type, vendor and device ids, driver, API version, subgroup size, compute
   limits, memory heaps and optional features (float64, int64, float16, int8, int16, 8/16-bit
-  storage). Raises `Nx.Vulkan.Error` when no Vulkan loader or device is present.
+  storage), and `direct_read_bytes`: the largest read that copies a tensor's bytes straight from
+  its memory after the fence (`:infinity` on a CPU device, whose memory the host caches; 256 on a
+  GPU with host-visible device memory, where small results are allocated; 0 where every read
+  goes through a staging copy, one more command and submission). Raises `Nx.Vulkan.Error` when
+  no Vulkan loader or device is present.
   """
   @spec info() :: map
   def info do

@@ -934,12 +934,12 @@ defmodule Nx.Vulkan.CompilerTest do
         assert Nx.to_binary(timed) == expected
         s1 = Nx.Vulkan.stats()
         times = Nx.Vulkan.take_kernel_times()
-        # Every command of the program, and the read's copy, timed on its own.
+        # Every command of the program (and the read's copy, where there is one) timed on its own.
         {commands, _ns} =
           times |> Map.values() |> Enum.reduce({0, 0}, fn {c, n}, {ca, na} -> {ca + c, na + n} end)
 
         assert commands == s1.recorded - s0.recorded
-        assert commands > 2
+        assert commands >= 2
       after
         Nx.Vulkan.set_gpu_timing(false)
       end

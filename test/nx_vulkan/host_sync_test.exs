@@ -66,6 +66,15 @@ defmodule Nx.Vulkan.HostSyncTest do
 
   defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
 
+  # Whether a read of `bytes` bytes copies them straight from the tensor's memory (no staging
+  # copy, so no submission when the result is already complete).
+  defp read_in_place?(bytes) do
+    case Nx.Vulkan.Device.info().direct_read_bytes do
+      :infinity -> true
+      limit -> bytes <= limit
+    end
+  end
+
   # Start values per type: in range, negative (clamp to 0), past the end (clamp to dim - length),
   # and beyond 32 bits for the 64-bit types.
   defp start_values({:u, 8}), do: [0, 3, 255]
@@ -143,6 +152,33 @@ defmodule Nx.Vulkan.HostSyncTest do
     end
   end
 
+  test "a read of a complete result takes its bytes in place where the host can: no copy, no sync" do
+    for {shape, type} <- [{{}, :f32}, {{7}, :s64}, {{64}, :f32}, {{65}, :f32}, {{1024, 1024}, :f32}, {{3, 5}, :u8}] do
+      size = Nx.size(shape)
+      expected = Nx.iota(shape, type: type, backend: Nx.BinaryBackend) |> Nx.multiply(3) |> Nx.subtract(size)
+      t = Nx.iota(shape, type: type, backend: Nx.Vulkan.Backend) |> Nx.multiply(3) |> Nx.subtract(size)
+      bytes = Nx.byte_size(expected)
+      # The first read waits for the ops (one sync either way).
+      {first, first_syncs} = syncs(fn -> Nx.to_binary(t) end)
+      assert first == Nx.to_binary(expected)
+      assert first_syncs == %{download: 1}
+      # The second finds the result complete: read in place, nothing is recorded or submitted.
+      s0 = Nx.Vulkan.stats()
+      {second, syncs} = syncs(fn -> Nx.to_binary(t) end)
+      s1 = Nx.Vulkan.stats()
+      assert second == first
+
+      if read_in_place?(bytes) do
+        assert {syncs, s1.recorded - s0.recorded, s1.submissions - s0.submissions} == {%{}, 0, 0}
+      else
+        assert {syncs, s1.recorded - s0.recorded, s1.submissions - s0.submissions} == {%{download: 1}, 1, 1}
+      end
+    end
+
+    # A CPU device reads any size in place; a GPU only small results (uncached bus reads).
+    if Nx.Vulkan.Device.info().type == :cpu, do: assert(read_in_place?(4 * 1024 * 1024))
+  end
+
   test "a defn while loop of dynamic slices: only the Evaluator's condition reads and the final read" do
     n = 25
     t = Nx.iota({9, 8}, type: :f32, backend: Nx.Vulkan.Backend)
@@ -155,8 +191,12 @@ defmodule Nx.Vulkan.HostSyncTest do
     {binary, syncs} = across_caps(fn -> loop.(t, acc, n) |> Nx.to_binary() end)
     assert binary == Nx.to_binary(expected)
     # The Evaluator reads the condition n + 1 times (Nx.to_number in its while/5); the backend
-    # itself reads nothing until the result is read.
-    assert syncs == %{defn_control: n + 1, download: 1}
+    # itself reads nothing until the result is read. The last condition read waited for the
+    # result too, so where the host reads a tensor's memory directly (a CPU device; a GPU's small
+    # results) the final read waits for nothing; a staging copy (a GPU's larger results) is one
+    # more submission.
+    assert Map.delete(syncs, :download) == %{defn_control: n + 1}
+    assert Map.get(syncs, :download, 0) == if(read_in_place?(6 * 7 * 4), do: 0, else: 1)
   end
 
   test "Nx.Random inside defn: the backend reads nothing before the result" do
@@ -195,8 +235,9 @@ defmodule Nx.Vulkan.HostSyncTest do
       end)
 
     assert bits == {Nx.to_binary(expected_loss), Nx.to_binary(expected_grad)}
-    # No `while` condition read per call: the Evaluator's 60-odd of the same step are gone.
-    assert syncs == %{download: 2}
+    # No `while` condition read per call: the Evaluator's 60-odd of the same step are gone. The
+    # second read (the gradient) finds its result complete: no sync where it is read in place.
+    assert syncs == %{download: if(read_in_place?(16 * 8 * 4), do: 1, else: 2)}
     assert %{dispatches: _} = Nx.Vulkan.program_info(&Defns.dropout_step/3, [w, x, key])
   end
 

@@ -61,6 +61,13 @@ fn device_info(env: Env, index: Option<usize>) -> Result<Term> {
             ("storage_16bit", e(&i.storage16)),
             ("cooperative_matrix_f16", e(&i.coopmat_f16)),
             (
+                "direct_read_bytes",
+                match crate::tensor::direct_read_limit()? {
+                    None => rustler::types::atom::Atom::from_str(env, "infinity").unwrap().encode(env),
+                    Some(n) => n.encode(env),
+                },
+            ),
+            (
                 "devices",
                 i.all_devices
                     .iter()

@@ -15,6 +15,9 @@ use crate::memory;
 use vulkano::buffer::{AllocateBufferError, Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::Validated;
 use vulkano::memory::allocator::{AllocationCreateInfo, MemoryTypeFilter};
+use vulkano::buffer::BufferMemory;
+use vulkano::device::DeviceOwned;
+use vulkano::memory::MemoryPropertyFlags;
 
 pub struct DeviceBuffer {
     /// None once deallocated (`Nx.backend_deallocate/1`): the memory went back to the pool.
@@ -322,7 +325,11 @@ fn new_buffer(kind: Kind, bytes: u64, size: u64) -> Result<Subbuffer<[u8]>> {
     let (usage, filter) = match kind {
         Kind::Tensor => (
             BufferUsage::STORAGE_BUFFER | BufferUsage::TRANSFER_SRC | BufferUsage::TRANSFER_DST,
-            MemoryTypeFilter::PREFER_DEVICE,
+            if size <= DIRECT_READ_UNCACHED {
+                SMALL_TENSORS
+            } else {
+                MemoryTypeFilter::PREFER_DEVICE
+            },
         ),
         Kind::Upload => (
             BufferUsage::TRANSFER_SRC,
@@ -456,10 +463,65 @@ fn upload(env: Env, data: Binary, device: usize) -> Result<BufferRef> {
     Ok(out)
 }
 
-/// Downloads `bytes` bytes (at most the tensor's size) of a tensor: queues a copy into a staging
-/// buffer (and reads of the tensor's deferred checks, see checks.rs), flushes the queue (one
-/// submission, one fence wait, counted as a host sync for `reason`) and reads the staging buffer;
-/// a failed check is the result instead.
+/// Small results (a loss, a loop's condition) go to device memory the host can map where the
+/// device has such (a GPU's BAR): the GPU writes it at its usual speed, and a read takes the
+/// bytes after the fence, without a copy and a second submission.
+const SMALL_TENSORS: MemoryTypeFilter = MemoryTypeFilter {
+    required_flags: MemoryPropertyFlags::DEVICE_LOCAL,
+    preferred_flags: MemoryPropertyFlags::HOST_VISIBLE,
+    not_preferred_flags: MemoryPropertyFlags::empty(),
+};
+
+/// Small tensors a read may take straight from their mapped memory (see `host_readable`): at most
+/// this many bytes of device memory the host reads uncached (a GPU's BAR, each load a bus round
+/// trip), which is also the size up to which tensors are allocated there.
+const DIRECT_READ_UNCACHED: u64 = 256;
+
+/// Whether a read of `bytes` bytes of `buffer` may copy them straight from its memory after the
+/// flush instead of through a staging copy: the memory is mapped (host-visible), and either the
+/// host caches it (a CPU device's memory: any size) or the read is small (uncached device
+/// memory, DIRECT_READ_UNCACHED).
+fn host_readable(buffer: &Subbuffer<[u8]>, bytes: u64) -> bool {
+    let BufferMemory::Normal(memory) = buffer.buffer().memory() else { return false };
+    let device_memory = memory.device_memory();
+    let types = &device_memory.device().physical_device().memory_properties().memory_types;
+    let Some(memory_type) = types.get(device_memory.memory_type_index() as usize) else { return false };
+    let flags = memory_type.property_flags;
+    flags.contains(MemoryPropertyFlags::HOST_VISIBLE)
+        && (flags.contains(MemoryPropertyFlags::HOST_CACHED) || bytes <= DIRECT_READ_UNCACHED)
+        && buffer.mapped_slice().is_ok()
+}
+
+/// The largest read `host_readable` takes in place on the current device, from the memory types
+/// tensors are allocated in: None for any size (a CPU device's cached memory), else
+/// DIRECT_READ_UNCACHED where small tensors get host-visible device memory, else 0 (every read
+/// goes through a staging copy). `Nx.Vulkan.Device.info/0`'s `direct_read_bytes`.
+pub fn direct_read_limit() -> Result<Option<u64>> {
+    use vulkano::memory::allocator::MemoryAllocator;
+    let c = ctx()?;
+    let flags_of = |filter: MemoryTypeFilter| {
+        c.memory
+            .find_memory_type_index(u32::MAX, filter)
+            .map(|i| c.device.physical_device().memory_properties().memory_types[i as usize].property_flags)
+            .unwrap_or(MemoryPropertyFlags::empty())
+    };
+    let large = flags_of(MemoryTypeFilter::PREFER_DEVICE);
+    let small = flags_of(SMALL_TENSORS);
+    Ok(if large.contains(MemoryPropertyFlags::HOST_VISIBLE | MemoryPropertyFlags::HOST_CACHED) {
+        None
+    } else if small.contains(MemoryPropertyFlags::HOST_VISIBLE) {
+        Some(DIRECT_READ_UNCACHED)
+    } else {
+        Some(0)
+    })
+}
+
+/// Downloads `bytes` bytes (at most the tensor's size) of a tensor: flushes the queue (at most one
+/// submission and its fence wait, counted as a host sync for `reason`) and copies the bytes out
+/// of the tensor's own memory where the host can read it (`host_readable`: a CPU device's memory,
+/// or a small result in a GPU's host-visible device memory), else out of a staging buffer a copy
+/// queued before the flush fills. Reads of the tensor's deferred checks (checks.rs) go with the
+/// flush; a failed check is the result instead.
 #[rustler::nif(schedule = "DirtyIo")]
 fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::Atom) -> Result<Binary<'a>> {
     let _device = crate::context::use_device_of(&[&tensor])?;
@@ -469,10 +531,12 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::At
     let bytes = bytes.min(tensor.bytes);
     let mut out = NewBinary::new(env, bytes as usize);
     let checks = checks::record_reads(&tensor)?;
-    let stage = if bytes > 0 {
+    let buffer = tensor.get()?;
+    let direct = bytes > 0 && host_readable(&buffer, bytes);
+    let stage = if bytes > 0 && !direct {
         let stage = raw_buffer(Kind::Download, bytes)?;
         queue::record(Command::Copy {
-            src: tensor.get()?,
+            src: buffer.clone(),
             dst: stage.clone(),
             bytes,
         })?;
@@ -480,11 +544,17 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::At
     } else {
         None
     };
-    // Nothing to copy (an empty tensor without checks to read): no flush, as before.
-    if stage.is_some() || checks.reads_values() {
+    // Nothing to copy or wait for (an empty tensor without checks to read): no flush.
+    if bytes > 0 || checks.reads_values() {
         queue::flush(reason)?;
     }
     checks.finish(&tensor)?;
+    if direct {
+        // After the flush: every command writing the buffer has completed, and each submission
+        // ends with a barrier that makes its writes visible to the host.
+        let guard = buffer.read().map_err(|e| Error::vulkan("mapping a tensor for a read", e))?;
+        out.as_mut_slice().copy_from_slice(&guard[..bytes as usize]);
+    }
     if let Some(stage) = stage {
         let guard = stage
             .read()
