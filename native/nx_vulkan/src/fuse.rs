@@ -792,16 +792,26 @@ fn include(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A fingerprint of every header a generated kernel may include, as this build has them: part of
+/// a cached kernel's file name, so SPIR-V compiled by a build whose headers differ (an op's
+/// rounding fixed, a workgroup size changed) is never taken for the same source.
+static HEADERS: Lazy<u64> = Lazy::new(|| {
+    let names = ["common.glsl", "math64.glsl", "unary_ops.glsl", "binary_ops.glsl", "compare_ops.glsl", "reduce_ops.glsl"];
+    let all: String = names.iter().filter_map(|n| include(n)).collect();
+    pipeline_disk_cache::hash(all.as_bytes())
+});
+
 /// Fused kernels compiled with shaderc, and read back from the disk cache, since start.
 pub static COMPILED: AtomicU64 = AtomicU64::new(0);
 pub static FROM_DISK: AtomicU64 = AtomicU64::new(0);
 
 /// The SPIR-V of a generated kernel: from the pipeline cache's directory when an earlier start
-/// compiled the same source (kept beside it and compared, so a hash collision cannot mix them
-/// up), else compiled now and written there.
+/// compiled the same source with the same headers (the source kept beside it and compared, so a
+/// hash collision cannot mix them up; the headers' fingerprint in the name), else compiled now
+/// and written there.
 fn spirv(source: &str) -> Result<Vec<u32>> {
     let files = pipeline_disk_cache::directory().map(|dir| {
-        let name = format!("fused-{:016x}", pipeline_disk_cache::hash(source.as_bytes()));
+        let name = format!("fused-{:016x}-{:016x}", pipeline_disk_cache::hash(source.as_bytes()), *HEADERS);
         (dir.join(format!("{name}.comp")), dir.join(format!("{name}.spv")))
     });
     if let Some((comp, spv)) = &files {
