@@ -25,13 +25,7 @@ layout(push_constant) uniform PushConstants { uint pc[32]; };
 #endif
 
 #define MAX_RANK 6
-// Invocations per workgroup of the element-per-invocation kernels (`layout(local_size_x = WG)`,
-// 1-D; ops::WORKGROUP on the host). 64, not 256: lavapipe runs a workgroup's invocations a SIMD
-// vector at a time whatever the element count, so a one-element dispatch of 256 paid for 256
-// (measured on this project's 2-core CI machine kind: an s32 scalar add's execution 5.6 -> 0.23
-// us, the eager dynamic-slice loop 128-172 -> 88-107 us an iteration), and GPUs run 64-invocation
-// workgroups at full occupancy. reduce.comp, whose tree is in shared memory, keeps 256 (RWG).
-#define WG 64
+#define WG 256
 
 // The row stride is spelled with WG, not gl_WorkGroupSize: this file is included before each
 // kernel's `layout(local_size_x = WG) in;`, and glslang gives gl_WorkGroupSize its default

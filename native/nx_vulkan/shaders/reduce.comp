@@ -10,9 +10,7 @@
 //       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides,
 //       pc[29] total reduced length and pc[30] chunks in a split reduction's first pass (else 0).
 #include "common.glsl"
-// Its own workgroup size (not common.glsl's WG): one workgroup per output, folded in a shared tree.
-#define RWG 256
-layout(local_size_x = RWG) in;
+layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 // Split reductions (see ops/reduce.rs) pass partials between their two passes in ACC.
 #ifdef IN_ACC
@@ -30,7 +28,7 @@ layout(set = 0, binding = 1) restrict writeonly buffer Y { ACC y[]; };
 layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
 #define STORE(v) T(v)
 #endif
-shared ACC partial[RWG];
+shared ACC partial[WG];
 
 #include "reduce_ops.glsl"
 
@@ -49,11 +47,11 @@ void main() {
   ACC acc = identity();
 #ifdef T4
   // Contiguous and 16-byte aligned (uniform per workgroup): each thread folds vectors of 4,
-  // their elements in order (vectors lid, lid + RWG, ...).
+  // their elements in order (vectors lid, lid + WG, ...).
   if (red_rank == 1u && pc[23] == 1u && (base & 3u) == 0u && (limit & 3u) == 0u) {
     uint first = base / 4u, vectors = limit / 4u, r = lid;
-    for (; r + RWG < vectors; r += 2u * RWG) {  // two loads in flight, folded in order
-      T4 v = x4[first + r], w = x4[first + r + RWG];
+    for (; r + WG < vectors; r += 2u * WG) {  // two loads in flight, folded in order
+      T4 v = x4[first + r], w = x4[first + r + WG];
       acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
       acc = combine(combine(combine(combine(acc, ACC(w.x)), ACC(w.y)), ACC(w.z)), ACC(w.w));
     }
@@ -68,20 +66,20 @@ void main() {
     uint r = lid;
     // Four loads in flight before their combines (in order): a split reduction's second pass
     // runs as one workgroup per output, where serial load latency would dominate.
-    for (; r + 3u * RWG < limit; r += 4u * RWG) {
+    for (; r + 3u * WG < limit; r += 4u * WG) {
       ACC a0 = ACC(x[uint(int(base) + int(r) * stride)]);
-      ACC a1 = ACC(x[uint(int(base) + int(r + RWG) * stride)]);
-      ACC a2 = ACC(x[uint(int(base) + int(r + 2u * RWG) * stride)]);
-      ACC a3 = ACC(x[uint(int(base) + int(r + 3u * RWG) * stride)]);
+      ACC a1 = ACC(x[uint(int(base) + int(r + WG) * stride)]);
+      ACC a2 = ACC(x[uint(int(base) + int(r + 2u * WG) * stride)]);
+      ACC a3 = ACC(x[uint(int(base) + int(r + 3u * WG) * stride)]);
       acc = combine(combine(combine(combine(acc, a0), a1), a2), a3);
     }
-    for (; r < limit; r += RWG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));
+    for (; r < limit; r += WG) acc = combine(acc, ACC(x[uint(int(base) + int(r) * stride)]));
   } else {
-    for (uint r = lid; r < limit; r += RWG) acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
+    for (uint r = lid; r < limit; r += WG) acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
   }
   partial[lid] = acc;
   barrier();
-  for (uint s = RWG / 2; s > 0; s >>= 1) {
+  for (uint s = WG / 2; s > 0; s >>= 1) {
     if (lid < s) partial[lid] = combine(partial[lid], partial[lid + s]);
     barrier();
   }

@@ -19,10 +19,7 @@ use crate::policy::{cpu_device, gemm_block, precise_dot, precise_f32};
 pub const MAX_RANK: usize = 6;
 /// The strided-copy kernel has room for more (one stride set fewer than select).
 pub const MAX_COPY_RANK: usize = 8;
-/// Invocations per workgroup of the element-per-invocation kernels (common.glsl's WG).
-pub const WORKGROUP: u64 = 64;
-/// reduce.comp's workgroup (its RWG): one per output, a tree in shared memory.
-pub const REDUCE_WORKGROUP: u64 = 256;
+pub const WORKGROUP: u64 = 256;
 
 /// Push constants being filled slot by slot.
 #[derive(Clone)]
@@ -175,7 +172,7 @@ pub fn check_contiguous(buf: &BufferRef, elem_bytes: u64, shape: &[u64]) -> Resu
 }
 
 /// A 2-D grid of workgroups with at least `n` invocations (kernels compute
-/// `x + y * groups_x * WG` and skip indices past `n`): x up to 65535 groups, y as many rows as needed.
+/// `x + y * groups_x * 256` and skip indices past `n`): x up to 65535 groups, y as many rows as needed.
 pub fn elementwise_groups(n: u64) -> [u32; 3] {
     grid(n.div_ceil(WORKGROUP))
 }

@@ -245,7 +245,7 @@ fn reduce_axes(code: u32, name: &str, dtype: Dtype, x: &BufferRef, shape: &[u64]
     if !serial && splittable && layout.n_red >= SPLIT_MIN && layout.n_out <= SPLIT_MAX_OUTPUTS {
         return split_reduce(code, name, dtype, &x, &layout);
     }
-    if cpu_device() && !serial && layout.n_red.div_ceil(REDUCE_WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+    if cpu_device() && !serial && layout.n_red.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
         return Err(unsupported!(
             "{name} of {} elements per output exceeds what one pass can loop over on a CPU device",
             layout.n_red
