@@ -477,42 +477,46 @@ const SMALL_TENSORS: MemoryTypeFilter = MemoryTypeFilter {
 /// trip), which is also the size up to which tensors are allocated there.
 const DIRECT_READ_UNCACHED: u64 = 256;
 
-/// Whether a read of `bytes` bytes of `buffer` may copy them straight from its memory after the
-/// flush instead of through a staging copy: the memory is mapped (host-visible), and either the
-/// host caches it (a CPU device's memory: any size) or the read is small (uncached device
-/// memory, DIRECT_READ_UNCACHED).
+/// The largest read taken straight from memory of these property flags after the flush instead
+/// of through a staging copy: None for any size (memory the host maps and caches: a CPU
+/// device's), DIRECT_READ_UNCACHED for mapped memory the host reads uncached (a GPU's BAR, each
+/// load a bus round trip), 0 for memory the host cannot map.
+fn in_place_limit(flags: MemoryPropertyFlags) -> Option<u64> {
+    if !flags.contains(MemoryPropertyFlags::HOST_VISIBLE) {
+        Some(0)
+    } else if flags.contains(MemoryPropertyFlags::HOST_CACHED) {
+        None
+    } else {
+        Some(DIRECT_READ_UNCACHED)
+    }
+}
+
+/// Whether a read of `bytes` bytes of `buffer` may copy them straight from its (mapped) memory.
 fn host_readable(buffer: &Subbuffer<[u8]>, bytes: u64) -> bool {
     let BufferMemory::Normal(memory) = buffer.buffer().memory() else { return false };
     let device_memory = memory.device_memory();
     let types = &device_memory.device().physical_device().memory_properties().memory_types;
     let Some(memory_type) = types.get(device_memory.memory_type_index() as usize) else { return false };
-    let flags = memory_type.property_flags;
-    flags.contains(MemoryPropertyFlags::HOST_VISIBLE)
-        && (flags.contains(MemoryPropertyFlags::HOST_CACHED) || bytes <= DIRECT_READ_UNCACHED)
-        && buffer.mapped_slice().is_ok()
+    in_place_limit(memory_type.property_flags).is_none_or(|limit| bytes <= limit) && buffer.mapped_slice().is_ok()
 }
 
 /// The largest read `host_readable` takes in place on the current device, from the memory types
-/// tensors are allocated in: None for any size (a CPU device's cached memory), else
-/// DIRECT_READ_UNCACHED where small tensors get host-visible device memory, else 0 (every read
-/// goes through a staging copy). `Nx.Vulkan.Device.info/0`'s `direct_read_bytes`.
+/// tensors are allocated in (small ones in SMALL_TENSORS' type, the rest in PREFER_DEVICE's):
+/// `Nx.Vulkan.Device.info/0`'s `direct_read_bytes`.
 pub fn direct_read_limit() -> Result<Option<u64>> {
     use vulkano::memory::allocator::MemoryAllocator;
     let c = ctx()?;
-    let flags_of = |filter: MemoryTypeFilter| {
-        c.memory
+    let limit_of = |filter: MemoryTypeFilter| {
+        let flags = c
+            .memory
             .find_memory_type_index(u32::MAX, filter)
             .map(|i| c.device.physical_device().memory_properties().memory_types[i as usize].property_flags)
-            .unwrap_or(MemoryPropertyFlags::empty())
+            .unwrap_or(MemoryPropertyFlags::empty());
+        in_place_limit(flags)
     };
-    let large = flags_of(MemoryTypeFilter::PREFER_DEVICE);
-    let small = flags_of(SMALL_TENSORS);
-    Ok(if large.contains(MemoryPropertyFlags::HOST_VISIBLE | MemoryPropertyFlags::HOST_CACHED) {
-        None
-    } else if small.contains(MemoryPropertyFlags::HOST_VISIBLE) {
-        Some(DIRECT_READ_UNCACHED)
-    } else {
-        Some(0)
+    Ok(match limit_of(MemoryTypeFilter::PREFER_DEVICE) {
+        None => None,
+        large => large.max(limit_of(SMALL_TENSORS).map(|small| small.min(DIRECT_READ_UNCACHED))),
     })
 }
 
