@@ -116,6 +116,9 @@ defmodule Nx.Vulkan do
     * `NXV_ELEMENTS_PER_INVOCATION` - `1`, `2`, `4`, `8` or `16`: elements each invocation of the
       element-wise kernels visits (default 4 on GPUs, 1 on CPU devices); read at application
       start, anything else stops the start.
+    * `NXV_WORKGROUP_SIZE` - `32`, `64`, `128` or `256`: invocations per workgroup of the
+      element-wise kernels (default 256 on GPUs, 64 on CPU devices); read at application start,
+      anything else stops the start.
   """
   alias Nx.Vulkan.Native
 

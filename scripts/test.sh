@@ -7,8 +7,10 @@
 # warnings do not count: dependencies compile on their own, without the flag.
 #
 #   scripts/test.sh           caps 0, 4, 64 with seeds 0, 42, 1234 (what CI runs); the cap-4 run
-#                             visits 4 elements per invocation in the element-wise kernels, as
-#                             GPUs do (NXV_ELEMENTS_PER_INVOCATION; lavapipe's default is 1)
+#                             visits 4 elements per invocation in the element-wise kernels and
+#                             runs them in workgroups of 256, as GPUs do
+#                             (NXV_ELEMENTS_PER_INVOCATION, NXV_WORKGROUP_SIZE; lavapipe's
+#                             defaults are 1 and 64)
 #   scripts/test.sh --matrix  every cap in 0 1 4 64 256 x every seed in 0 42 1234
 #   extra arguments after the flag go to mix test (e.g. a test file)
 set -euo pipefail
@@ -31,8 +33,9 @@ failed=()
 for run in "${runs[@]}"; do
   cap=${run%%:*}; seed=${run##*:}
   per=$([ "$cap" = 4 ] && echo 4 || echo "")
-  echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} mix test --warnings-as-errors --seed $seed"
-  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per mix test --warnings-as-errors --seed "$seed" "$@"; then
+  wg=$([ "$cap" = 4 ] && echo 256 || echo "")
+  echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} NXV_WORKGROUP_SIZE=${wg:-default} mix test --warnings-as-errors --seed $seed"
+  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg mix test --warnings-as-errors --seed "$seed" "$@"; then
     failed+=("cap $cap seed $seed")
   fi
 done

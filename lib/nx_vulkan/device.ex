@@ -121,7 +121,14 @@ defmodule Nx.Vulkan.Device do
     # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,
     # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
     submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
-    per_invocation = per_invocation!(if class == :software, do: 1, else: 4)
+    per_invocation =
+      choice_env!("NXV_ELEMENTS_PER_INVOCATION", if(class == :software, do: 1, else: 4), [1, 2, 4, 8, 16])
+
+    # Invocations per workgroup of the element-wise kernels: lavapipe runs every invocation of a
+    # workgroup however few elements it holds (a scalar dispatch of 256 cost 5.6-7 us against 0.6
+    # with 64); on the H200 64 slowed strided copies and gathers (transpose 8192^2 511 -> 704 us).
+    workgroup =
+      choice_env!("NXV_WORKGROUP_SIZE", if(class == :software, do: 64, else: 256), [32, 64, 128, 256])
 
     gemm_block = gemm_block!()
     # Results a process makes between its own collections (see Backend.collect_on_pressure):
@@ -155,6 +162,7 @@ defmodule Nx.Vulkan.Device do
       early,
       submit_programs,
       per_invocation,
+      workgroup,
       gemm_block,
       coop
     )
@@ -208,21 +216,28 @@ defmodule Nx.Vulkan.Device do
     end
   end
 
-  # Elements per invocation of the element-wise kernels (unary, binary, casts): 4 on GPUs, where
-  # a quarter of the invocations each visiting four elements measured faster (H200); 1 on CPU
-  # devices, where lavapipe runs the loop slower than the invocations it saves.
-  defp per_invocation!(default) do
-    case System.get_env("NXV_ELEMENTS_PER_INVOCATION") do
+  # A setting that takes one of a few integers (`allowed`); unset or empty: `default`.
+  defp choice_env!(name, default, allowed) do
+    case System.get_env(name) do
       value when value in [nil, ""] ->
         default
 
-      value when value in ~w(1 2 4 8 16) ->
-        String.to_integer(value)
+      value ->
+        case Integer.parse(String.trim(value)) do
+          {n, ""} ->
+            if n in allowed, do: n, else: raise_choice!(name, allowed, value)
 
-      other ->
-        raise ArgumentError,
-              "NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: #{inspect(other)}"
+          _ ->
+            raise_choice!(name, allowed, value)
+        end
     end
+  end
+
+  defp raise_choice!(name, allowed, value) do
+    {init, [last]} = Enum.split(allowed, -1)
+
+    raise ArgumentError,
+          "#{name} must be #{Enum.join(init, ", ")} or #{last}, got: #{inspect(value)}"
   end
 
   @doc false

@@ -26,6 +26,7 @@ nifs = [
     :early_submit,
     :submit_programs,
     :per_invocation,
+    :workgroup,
     :gemm_block,
     :gemm_coop
   ],

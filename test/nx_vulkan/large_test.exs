@@ -1,18 +1,21 @@
 defmodule Nx.Vulkan.LargeTest do
   # Every kernel family at sizes past one row of workgroups (65535 x 256 = 16,776,960
-  # invocations) and near the binding limit (128 MiB on lavapipe), for 1-, 2-, 4- and 8-byte
+  # invocations on GPUs, 65535 x 64 on CPU devices: NXV_WORKGROUP_SIZE) and near the binding limit (128 MiB on lavapipe), for 1-, 2-, 4- and 8-byte
   # types. Output buffers come from a pool primed with 0xFF bytes, so an element a kernel skips
   # shows up as a wrong value; values are checked at the row boundary and the end of the tensor
   # against Nx.BinaryBackend applied to the same inputs.
   use Nx.Vulkan.DeviceCase, async: false
 
-  @row 65_535 * 256
+  # Where a row of workgroups ends for each workgroup size a run may configure (32 to 256).
+  @rows for size <- [32, 64, 128, 256], do: 65_535 * size
   @above 16_777_000
   @limit min(128 * 1024 * 1024, Nx.Vulkan.Device.info().max_storage_buffer_range)
 
   # Positions where a wrong grid shows: the first row's end, the second row's start, 2^24, the end.
   defp positions(n) do
-    ([0, @row - 1, @row, @row + 1, 16_777_215, 16_777_216] ++ Enum.to_list((n - 48)..(n - 1)))
+    rows = Enum.flat_map(@rows, &[&1 - 1, &1, &1 + 1])
+
+    ([0, 16_777_215, 16_777_216] ++ rows ++ Enum.to_list((n - 48)..(n - 1)))
     |> Enum.filter(&(&1 >= 0 and &1 < n))
     |> Enum.uniq()
   end

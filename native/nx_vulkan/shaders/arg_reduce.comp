@@ -7,7 +7,7 @@
 // 1 argmin and tie 1 for :high. Bindings: 0 x (read), 1 y (write; s32/u32 or s64/u64 indices,
 // declared twice). Push constants as reduce.comp. Dispatch: elementwise grid over the outputs.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y4 { uint y4[]; };

@@ -11,7 +11,7 @@
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
 #endif
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) restrict readonly buffer A { T a[]; };

@@ -25,15 +25,17 @@ layout(push_constant) uniform PushConstants { uint pc[32]; };
 #endif
 
 #define MAX_RANK 6
-#define WG 256
-
-// The row stride is spelled with WG, not gl_WorkGroupSize: this file is included before each
-// kernel's `layout(local_size_x = WG) in;`, and glslang gives gl_WorkGroupSize its default
-// (1, 1, 1) where it is read before that declaration, which made rows overlap past 65535 x 256
-// elements. Every element-per-invocation kernel must be declared with local_size_x = WG (1-D).
-uint element_index() {
-  return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * uint(WG));
-}
+// Element-per-invocation kernels run in 1-D workgroups whose size is specialization constant 3
+// (`layout(local_size_x_id = 3) in;`, declared by each kernel after this file): 256 invocations
+// on GPUs, 64 on CPU devices (policy::workgroup on the host, which sizes their grids by the same
+// value). Lavapipe runs a workgroup's invocations a SIMD vector at a time whatever the element
+// count, so a one-element dispatch of 256 paid for 256; on the H200 64 slowed strided copies and
+// gathers. Results never depend on it: no such kernel combines values across invocations.
+// element_index and FOR_EACH_ELEMENT are macros, not functions, so that gl_WorkGroupSize is read
+// where they are used, after the kernel's declaration: glslang gives it its default (1, 1, 1)
+// where it is read before, which once made rows overlap past 65535 x 256 elements.
+#define element_index() \
+  (gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * gl_WorkGroupSize.x))
 
 // Element-wise kernels that declare `layout(constant_id = 2) const uint PER` visit PER elements
 // each, one dispatch's worth of invocations apart, so every step is as coalesced as one element
@@ -41,7 +43,7 @@ uint element_index() {
 // runs loops slowly). The host sizes such dispatches by the same constant (ops::dispatch_elements).
 // The step never overflows: it stops once the next index would pass n.
 #define FOR_EACH_ELEMENT(i, n) \
-  for (uint i = element_index(), step_ = gl_NumWorkGroups.x * gl_NumWorkGroups.y * uint(WG), k_ = 0u; \
+  for (uint i = element_index(), step_ = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x, k_ = 0u; \
        k_ < PER && i < (n); ++k_, i = ((n) - i <= step_) ? (n) : i + step_)
 
 // Kernels of 4-byte element types defined with T4 (its 16-byte vector) run the contiguous case

@@ -10,7 +10,7 @@
 #include "common.glsl"
 #include "math64.glsl"
 #include "complex_math.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 
 // |z| as the complex library computes it: x sqrt(1 + (y/x)^2) for x = max(|re|, |im|); NaN in

@@ -11,7 +11,7 @@
 // bits, in integer arithmetic, so no device's conversion rounding or denormal mode decides them.
 // Specialization: constant 0 = in_code * 16 + out_code, codes as ops/convert.rs TYPE_CODES.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
 const uint IN = OP / 16;

@@ -10,7 +10,7 @@
 // offset (specialization constant 0 = 0: slice) or the output offset (1: put_slice); the output
 // is binding 2. Same push constants.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) readonly buffer I { T x[]; };
 #ifdef DYNAMIC_OFFSET
 layout(constant_id = 0) const uint ON_OUTPUT = 0;

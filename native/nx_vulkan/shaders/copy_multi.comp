@@ -8,7 +8,7 @@
 // (its bindings repeat the first pair's and are never touched).
 // Push: pc[0..8] each pair's size in 16-byte vectors. Dispatch: elementwise grid over the largest.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) readonly buffer S0 { uvec4 s0[]; };
 layout(set = 0, binding = 1) readonly buffer S1 { uvec4 s1[]; };
 layout(set = 0, binding = 2) readonly buffer S2 { uvec4 s2[]; };

@@ -26,7 +26,7 @@
 #include "common.glsl"
 #include "math64.glsl"
 #include "complex_math.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer Src { dvec2 src[]; };
 layout(set = 0, binding = 1) readonly buffer Aux { dvec2 aux[]; };

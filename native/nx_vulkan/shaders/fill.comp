@@ -3,7 +3,7 @@
 // come in pc[1] (low 32) and pc[2] (high 32, for 8-byte elements).
 // Bindings: 0 y (write). Push: pc[0] n, pc[1] bits low, pc[2] bits high.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) writeonly buffer Y { T y[]; };
 
 void main() {

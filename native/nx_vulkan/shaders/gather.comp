@@ -7,7 +7,7 @@
 // Push: pc[0] outputs, pc[1] k (index depth), pc[2] rest count, pc[3] rest rank,
 //       pc[4..10] indexed dims, pc[10..16] indexed strides, pc[16..22] rest dims, pc[22..28] rest strides.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) readonly buffer I { int64_t idx[]; };
 layout(set = 0, binding = 2) writeonly buffer O { T o[]; };

@@ -5,7 +5,7 @@
 // gemm.comp. Dispatch: elementwise grid over batch * M * ceil(N / 4) invocations.
 // Defines: T storage type, W accumulator.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 #ifndef EPILOGUE  // the fused GEMM (fuse.rs) stores through its epilogue

@@ -5,7 +5,7 @@
 // Bindings: 0 y (write). Push: pc[0] n, pc[1] inner, pc[2] dim. Define ROUND_BITS (f32: 24, f16:
 // 11): the significand bits of T, for indices that T cannot hold exactly (see to_float).
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) writeonly buffer Y { T y[]; };
 

@@ -10,6 +10,9 @@
 //       pc[5..11] kept dims, pc[11..17] kept strides, pc[17..23] reduced dims, pc[23..29] reduced strides,
 //       pc[29] total reduced length and pc[30] chunks in a split reduction's first pass (else 0).
 #include "common.glsl"
+// Its own workgroup size (not the element-wise kernels' constant 3): one workgroup per output,
+// folded in a shared tree whose shape (and so a float sum's rounding) stays the same on every device.
+#define WG 256
 layout(local_size_x = WG) in;
 layout(constant_id = 0) const uint OP = 0;
 // Split reductions (see ops/reduce.rs) pass partials between their two passes in ACC.

@@ -5,7 +5,7 @@
 // Same defines, specialization, bindings and push constants as reduce.comp.
 // Dispatch: elementwise grid over the outputs.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };

@@ -7,7 +7,7 @@
 //           3 out (write). Push: pc[0] outputs, pc[1] B, pc[2] k, pc[3] rest count, pc[4] rank,
 //           pc[5..11] target dims, pc[11..17] indexed axes in tuple order, pc[17] axes bit mask.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) readonly buffer I { int64_t idx[]; };

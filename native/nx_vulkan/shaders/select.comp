@@ -5,7 +5,7 @@
 // Push: pc[0] n, pc[1] rank, pc[2..5] offsets (pred, true, false), pc[5..11] dims,
 //       pc[11..17] pred strides, pc[17..23] true strides, pc[23..29] false strides.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(set = 0, binding = 0) readonly buffer P { uint8_t p[]; };
 layout(set = 0, binding = 1) readonly buffer TV { T tv[]; };
 layout(set = 0, binding = 2) readonly buffer FV { T fv[]; };

@@ -8,7 +8,7 @@
 // Push: pc[0] n, pc[1] axis length, pc[2] axis stride, pc[3] kept rank, pc[4..10] kept dims,
 //       pc[10..16] kept strides (output and input share the shape).
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer YT { T yt[]; };

@@ -13,7 +13,7 @@
 // Dispatch: one invocation per pair slot (load), per compared pair (pass), per element (store).
 #include "common.glsl"
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 const uint STAGE = OP & 3u;
 const bool DESC = (OP & 4u) != 0u;

@@ -10,7 +10,7 @@
 // pc[3] backward, pc[4] a row stride, pc[5] a column stride, pc[6] b row stride, pc[7] b column
 // stride, pc[8] a batch stride, pc[9] b batch stride.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 #ifdef COMPLEX
 // (a + bi)(c + di) = (ac - bd) + (bc + ad)i; (a + bi)/(c + di) = ((ac + bd) + (bc - ad)i) / (c^2 + d^2)
 W mul(W x, W y) { return W(x.x * y.x - x.y * y.y, x.y * y.x + x.x * y.y); }

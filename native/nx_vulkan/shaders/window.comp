@@ -7,7 +7,7 @@
 // Push: pc[0] outputs, pc[1] rank, pc[2] window element count, then per dim d (rank <= 7) at
 //       3 + 4d: output dim, input dim, window dim << 16 | stride, dilation << 16 | (low pad + 32768).
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };

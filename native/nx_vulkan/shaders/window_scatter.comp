@@ -9,7 +9,7 @@
 // 2 init (read, one element), 3 out (write). Push: pc[0] outputs, pc[1] rank (<= 6), then per
 // dim d at 2 + 5d: input dim, source dim, window dim, stride, low padding.
 #include "common.glsl"
-layout(local_size_x = WG) in;
+layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint OP = 0;
 layout(set = 0, binding = 0) readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) readonly buffer S { T src[]; };

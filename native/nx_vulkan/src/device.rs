@@ -135,6 +135,7 @@ fn configure(
     early_submit: bool,
     submit_programs: bool,
     elements_per_invocation: u32,
+    workgroup: u32,
     gemm_block: u32,
     gemm_coop: bool,
 ) -> Result<rustler::Atom> {
@@ -143,6 +144,9 @@ fn configure(
     }
     if !matches!(elements_per_invocation, 1 | 2 | 4 | 8 | 16) {
         return Err(arg_error!("elements per invocation must be 1, 2, 4, 8 or 16, got {elements_per_invocation}"));
+    }
+    if !matches!(workgroup, 32 | 64 | 128 | 256) {
+        return Err(arg_error!("workgroup size must be 32, 64, 128 or 256, got {workgroup}"));
     }
     if !matches!(gemm_block, 0 | 64 | 65 | 128 | 129) {
         return Err(arg_error!("GEMM block must be 64, 65, 128 or 129 (0: by shape), got {gemm_block}"));
@@ -154,6 +158,7 @@ fn configure(
         crate::ops::matmul::probe_coop()?;
     }
     crate::policy::ELEMENTS_PER_INVOCATION.store(elements_per_invocation, Ordering::Relaxed);
+    crate::policy::WORKGROUP.store(workgroup, Ordering::Relaxed);
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);

@@ -648,7 +648,7 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
     if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce && !e.integer) {
         let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
     }
-    source.push_str("layout(local_size_x = WG) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
+    source.push_str("layout(local_size_x_id = 3) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
     declare_buffers(&mut source, run, 0, &inputs, &written);
     source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
     source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
@@ -666,7 +666,7 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         pipeline,
         bindings,
         push,
-        groups: crate::ops::grid(last.n.div_ceil(crate::ops::WORKGROUP * per)),
+        groups: crate::ops::elementwise_groups(last.n.div_ceil(per)),
         writes: written.len(),
     }))
 }

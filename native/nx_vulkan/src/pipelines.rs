@@ -104,6 +104,11 @@ impl Pipeline {
         if constants.contains_key(&2) {
             spec.insert(2, SpecializationConstant::U32(self.per_invocation));
         }
+        // Constant 3: the element-wise kernels' workgroup size (common.glsl), which the host's
+        // grids assume (ops::elementwise_groups).
+        if constants.contains_key(&3) {
+            spec.insert(3, SpecializationConstant::U32(crate::policy::workgroup() as u32));
+        }
         let entry = self
             .module
             .specialize(spec)

@@ -41,6 +41,16 @@ pub fn elements_per_invocation() -> u32 {
     ELEMENTS_PER_INVOCATION.load(Ordering::Relaxed)
 }
 
+/// Invocations per workgroup of the element-per-invocation kernels (their specialization constant
+/// 3, common.glsl). Set once at start, before any pipeline exists, from the device class (GPUs
+/// 256; CPU devices 64, where lavapipe runs all of a workgroup's invocations however few elements
+/// it has: a scalar dispatch measured 5.6-7 -> 0.6 us) or NXV_WORKGROUP_SIZE.
+pub static WORKGROUP: AtomicU32 = AtomicU32::new(256);
+
+pub fn workgroup() -> u64 {
+    WORKGROUP.load(Ordering::Relaxed) as u64
+}
+
 /// The register-blocked GEMM's block edge when forced (64 or 128; 0: chosen by shape, see
 /// ops/matmul.rs). NXV_GEMM_BLOCK sets it, to measure crossovers on a new device.
 pub static GEMM_BLOCK: AtomicU32 = AtomicU32::new(0);

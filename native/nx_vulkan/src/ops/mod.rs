@@ -19,7 +19,6 @@ use crate::policy::{cpu_device, gemm_block, precise_dot, precise_f32};
 pub const MAX_RANK: usize = 6;
 /// The strided-copy kernel has room for more (one stride set fewer than select).
 pub const MAX_COPY_RANK: usize = 8;
-pub const WORKGROUP: u64 = 256;
 
 /// Push constants being filled slot by slot.
 #[derive(Clone)]
@@ -171,10 +170,11 @@ pub fn check_contiguous(buf: &BufferRef, elem_bytes: u64, shape: &[u64]) -> Resu
     Ok(())
 }
 
-/// A 2-D grid of workgroups with at least `n` invocations (kernels compute
-/// `x + y * groups_x * 256` and skip indices past `n`): x up to 65535 groups, y as many rows as needed.
+/// A 2-D grid of workgroups with at least `n` invocations of an element-per-invocation kernel
+/// (they compute `x + y * groups_x * workgroup` and skip indices past `n`): x up to 65535 groups,
+/// y as many rows as needed.
 pub fn elementwise_groups(n: u64) -> [u32; 3] {
-    grid(n.div_ceil(WORKGROUP))
+    grid(n.div_ceil(crate::policy::workgroup()))
 }
 
 /// At least `groups` workgroups laid out as a 2-D grid (for one-output-per-workgroup kernels).
@@ -201,7 +201,7 @@ pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push:
 /// step, as the kernel says).
 pub fn dispatch_units(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, units: u64) -> Result<()> {
     let pipeline = pipeline(kernel, op)?;
-    let groups = grid(units.div_ceil(WORKGROUP * pipeline.per_invocation as u64));
+    let groups = elementwise_groups(units.div_ceil(pipeline.per_invocation as u64));
     record(kernel.name, pipeline, bindings, push, groups)
 }
 

@@ -19,6 +19,9 @@ const SPLIT_CHUNK: u64 = 8192;
 /// Split column reductions (reduce_columns): rows per chunk at least, workgroups aimed at.
 const COLUMN_CHUNK_MIN: u64 = 256;
 const COLUMN_WORKGROUPS: u64 = 4096;
+/// reduce.comp's workgroup (its own WG, the same on every device): one per output, a tree in
+/// shared memory.
+const REDUCE_WORKGROUP: u64 = 256;
 
 /// Two passes: each (output, chunk) pair reduces SPLIT_CHUNK elements into a partial (kept in
 /// the accumulator type), then each output reduces its partials. The order depends only on the
@@ -245,7 +248,7 @@ fn reduce_axes(code: u32, name: &str, dtype: Dtype, x: &BufferRef, shape: &[u64]
     if !serial && splittable && layout.n_red >= SPLIT_MIN && layout.n_out <= SPLIT_MAX_OUTPUTS {
         return split_reduce(code, name, dtype, &x, &layout);
     }
-    if cpu_device() && !serial && layout.n_red.div_ceil(WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
+    if cpu_device() && !serial && layout.n_red.div_ceil(REDUCE_WORKGROUP) * (shape.len() as u64 + 2) > LAVAPIPE_LOOP_BUDGET {
         return Err(unsupported!(
             "{name} of {} elements per output exceeds what one pass can loop over on a CPU device",
             layout.n_red
