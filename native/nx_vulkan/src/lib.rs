@@ -19,4 +19,7 @@ mod queue;
 mod shaders;
 mod tensor;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 rustler::init!("Elixir.Nx.Vulkan.NIF");

@@ -156,17 +156,24 @@ fn broadcast_dispatch(
     out_shape: &[u64],
 ) -> Result<BufferRef> {
     let n = element_count(out_shape);
-    let strides = vec![broadcast_strides(a_shape, out_shape)?, broadcast_strides(b_shape, out_shape)?];
+    let collapsed;
+    let (dims, strides): (&[u64], [&[i64]; 2]) = match flat_layout(a_shape, b_shape, out_shape, n) {
+        Some(strides) => (std::slice::from_ref(&n), strides),
+        None => {
+            let strides = [broadcast_strides(a_shape, out_shape)?, broadcast_strides(b_shape, out_shape)?];
+            collapsed = collapse(out_shape, &strides)?;
+            (&collapsed.0, [&collapsed.1[0], &collapsed.1[1]])
+        }
+    };
     check_contiguous(a, in_bytes, a_shape)?;
     check_contiguous(b, in_bytes, b_shape)?;
-    let (dims, strides) = collapse(out_shape, &strides)?;
     let out = alloc(n * out_bytes)?;
     let mut push = Push::new();
     push.set(0, n)?;
     push.set(1, dims.len() as u64)?;
-    push.set_dims(4, &dims)?;
-    push.set_strides(10, &strides[0])?;
-    push.set_strides(16, &strides[1])?;
+    push.set_dims(4, dims)?;
+    push.set_strides(10, strides[0])?;
+    push.set_strides(16, strides[1])?;
     // binary.comp's vector path: one dim, each operand contiguous or a broadcast scalar; under
     // precise f32 only for the ops that cost one f64 instruction (add .. min): four f64 pow or
     // atan2 evaluations per step measured slower than one (as f64 exp did: 655 vs 385 us for
@@ -176,6 +183,26 @@ fn broadcast_dispatch(
     push.set(22, vector as u64)?;
     dispatch_elements(kernel, code, &[a, b, &out], push, n, vector)?;
     Ok(out)
+}
+
+/// The operands' strides when the op is one flat pass (what `collapse` would give, without
+/// building stride vectors on the path every eager binary op takes): each operand either has the
+/// output's shape (stride 1) or holds one element (stride 0, at a rank the output's covers), over
+/// more than one element.
+fn flat_layout(a_shape: &[u64], b_shape: &[u64], out_shape: &[u64], n: u64) -> Option<[&'static [i64]; 2]> {
+    let stride = |shape: &[u64]| -> Option<&'static [i64]> {
+        if shape == out_shape {
+            Some(&[1])
+        } else if shape.len() <= out_shape.len() && shape.iter().all(|&d| d == 1) {
+            Some(&[0])
+        } else {
+            None
+        }
+    };
+    if n <= 1 {
+        return None;
+    }
+    Some([stride(a_shape)?, stride(b_shape)?])
 }
 
 const COMPLEX_ARITH: &[&str] = &["add", "subtract", "multiply", "divide", "pow"];
