@@ -94,6 +94,27 @@ bad =
       compiled.("program, a 32 MiB argument", reductions, [ints.({4096, 2048}, 6, :f32)], false)
     ]
 
+# Slices and put_slices with tensor starts computed on the device (indexing a vector of them):
+# copy.comp's STARTS variant up to 4 starts and rank 4, dynamic_offset.comp first past that,
+# both with the GPU's division-free index decoding. Starts clamp at both ends.
+dynamic = [
+  {"dynamic slice rank 3 strided", {9, 8, 7}, [2, -3, 5], [4, 5, 3], [2, 1, 2]},
+  {"dynamic slice rank 6", {3, 2, 4, 3, 2, 5}, [1, 0, 9, 1, -1, 2], [2, 1, 2, 2, 1, 3], [1, 1, 1, 1, 1, 2]}
+]
+
+bad =
+  bad ++
+    for {label, shape, starts, lengths, strides} <- dynamic do
+      slice_put = fn t, starts ->
+        starts = for i <- 0..(length(lengths) - 1), do: starts[i]
+        piece = Nx.slice(t, starts, lengths, strides: strides)
+        {piece, Nx.put_slice(t, starts, Nx.add(Nx.slice(t, starts, lengths), 1))}
+      end
+
+      run.(label, &(slice_put.(&1, &2) |> Tuple.to_list() |> Enum.map(fn x -> Nx.flatten(x) end) |> Nx.concatenate()),
+        [ints.(shape, 7, :f32), Nx.tensor(starts, type: :s32)])
+    end
+
 # Each f32 GEMM variant with an epilogue (fuse.rs): a bias, a relu and a sigmoid computed where
 # the GEMM stores each result, bit for bit the Evaluator's (which runs them as kernels of their
 # own); the GEMM's own result returned too. `with_epilogue` compiles `layer` and compares it

@@ -66,6 +66,12 @@ defmodule Nx.Vulkan.HostSyncTest do
 
   defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
 
+  # A scalar start computed on the device: Nx.tensor/2 of a number makes a constant, whose value
+  # the backend knows and folds into a static offset.
+  defp device_start(value, type, backend) do
+    Nx.iota({1}, type: type, backend: backend) |> Nx.add(Nx.tensor(value, type: type, backend: backend)) |> Nx.reshape({})
+  end
+
   # Whether a read of `bytes` bytes copies them straight from the tensor's memory (no staging
   # copy, so no submission when the result is already complete).
   defp read_in_place?(bytes) do
@@ -90,8 +96,8 @@ defmodule Nx.Vulkan.HostSyncTest do
   defp eager_loop(t, acc, backend) do
     for type <- @start_types, value <- start_values(type), reduce: acc do
       acc ->
-        start = Nx.tensor(value, type: type, backend: backend)
-        other = Nx.tensor(rem(value, 3), type: type, backend: backend)
+        start = device_start(value, type, backend)
+        other = device_start(rem(value, 3), type, backend)
         piece = Nx.slice(t, [start, 1, other], [2, 3, 2])
         piece = Nx.slice(t, [1, start, 0], [2, 3, 2]) |> Nx.add(piece)
         Nx.put_slice(acc, [other, start, 2], piece)
@@ -118,7 +124,7 @@ defmodule Nx.Vulkan.HostSyncTest do
   test "dynamic starts in every element width and in c128 match the BinaryBackend" do
     for type <- [:u8, :s16, :f32, :f64, :c64, :c128] do
       t = Nx.iota({4, 5}, type: type, backend: Nx.Vulkan.Backend)
-      start = Nx.tensor(3, type: :s32, backend: Nx.Vulkan.Backend)
+      start = device_start(3, :s32, Nx.Vulkan.Backend)
       slice = Nx.slice(t, [start, start], [2, 2])
       put = Nx.put_slice(t, [1, start], Nx.multiply(slice, 2))
 
@@ -136,11 +142,66 @@ defmodule Nx.Vulkan.HostSyncTest do
     end
   end
 
+  # Up to 4 tensor starts over a copy of collapsed rank up to 4 take one dispatch that clamps the
+  # starts itself (copy.comp's STARTS variant); more starts, or a higher rank, compute the offset
+  # in a dispatch of its own first (dynamic_offset.comp). Both against the BinaryBackend, in every
+  # element width, read and written, strided, with starts that clamp at both ends.
+  test "tensor starts in one dispatch up to 4 starts and rank 4, in two past that" do
+    cases = [
+      # {shape, slice lengths, strides, kernel the starts take}
+      {{6, 7}, [3, 4], [1, 1], :fused},
+      {{3, 4, 5, 6}, [2, 2, 3, 2], [1, 2, 3, 1], :fused},
+      {{3, 3, 4, 3, 5}, [2, 1, 2, 2, 3], [1, 1, 1, 1, 1], :offset},
+      {{2, 3, 2, 3, 2, 4}, [1, 2, 1, 2, 2, 3], [1, 1, 1, 1, 1, 1], :offset}
+    ]
+
+    Nx.Vulkan.set_gpu_timing(true)
+
+    try do
+      for {shape, lengths, strides, path} <- cases, type <- [:u8, :s16, :f32, :s64, :c128] do
+        rank = tuple_size(shape)
+        t = Nx.iota(shape, type: type, backend: Nx.Vulkan.Backend)
+        # Starts below 0 and past the end clamp; one integer start where the rank allows.
+        values = Enum.map(0..(rank - 1), &Enum.at([-2, 1, 9, 0, 2, 5], &1))
+        start_types = [:s32, :u8, :s64, :s16, :u16, :u32]
+
+        starts = fn backend ->
+          for {v, i} <- Enum.with_index(values) do
+            if i == 1 and path == :fused and rank > 2,
+              do: 1,
+              else: device_start(v, Enum.at(start_types, i), backend)
+          end
+        end
+
+        Nx.Vulkan.take_kernel_times()
+        slice = Nx.slice(t, starts.(Nx.Vulkan.Backend), lengths, strides: strides)
+        put = Nx.put_slice(t, starts.(Nx.Vulkan.Backend), Nx.add(slice, 1))
+        {slice_bin, put_bin} = {Nx.to_binary(slice), Nx.to_binary(put)}
+        kernels = Nx.Vulkan.take_kernel_times() |> Map.keys() |> Enum.map(&Atom.to_string/1)
+
+        case path do
+          :fused -> refute "dynamic_offset" in kernels, inspect({shape, type, kernels})
+          :offset -> assert "dynamic_offset" in kernels, inspect({shape, type, kernels})
+        end
+
+        Nx.with_default_backend(Nx.BinaryBackend, fn ->
+          th = host(t)
+          hs = Nx.slice(th, starts.(Nx.BinaryBackend), lengths, strides: strides)
+          assert slice_bin == Nx.to_binary(hs), inspect({shape, type})
+          hp = Nx.put_slice(th, starts.(Nx.BinaryBackend), Nx.add(hs, 1))
+          assert put_bin == Nx.to_binary(hp), inspect({shape, type})
+        end)
+      end
+    after
+      Nx.Vulkan.set_gpu_timing(false)
+    end
+  end
+
   test "strided slices with tensor starts" do
     t = Nx.iota({7, 9}, type: :s32, backend: Nx.Vulkan.Backend)
 
     for {r, c} <- [{0, 0}, {2, 5}, {-4, 30}] do
-      starts = [Nx.tensor(r, backend: Nx.Vulkan.Backend), Nx.tensor(c, backend: Nx.Vulkan.Backend)]
+      starts = [device_start(r, :s32, Nx.Vulkan.Backend), device_start(c, :s32, Nx.Vulkan.Backend)]
       actual = Nx.slice(t, starts, [4, 5], strides: [2, 3])
 
       expected =

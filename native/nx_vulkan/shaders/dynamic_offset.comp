@@ -33,34 +33,13 @@ uvec2 start_words(uint i) {
   }
 }
 
-// The start clamped to [0, max_start], from its raw words, without 64-bit arithmetic.
-uint clamped(uvec2 words, uint type, uint max_start) {
-  uint log2_bytes = type & 3u;
-  bool is_signed = (type & 4u) != 0u;
-  uint lo = words.x;
-  bool negative, beyond_32_bits = false;
-  if (log2_bytes == 0u) {
-    lo &= 0xffu;
-    negative = is_signed && (lo & 0x80u) != 0u;
-  } else if (log2_bytes == 1u) {
-    lo &= 0xffffu;
-    negative = is_signed && (lo & 0x8000u) != 0u;
-  } else if (log2_bytes == 2u) {
-    negative = is_signed && (lo & 0x80000000u) != 0u;
-  } else {
-    negative = is_signed && (words.y & 0x80000000u) != 0u;
-    beyond_32_bits = !negative && words.y != 0u;
-  }
-  if (negative) return 0u;
-  if (beyond_32_bits) return max_start;
-  return min(lo, max_start);
-}
+#include "dynamic_start.glsl"
 
 void main() {
   int off = 0;
   for (uint i = 0u; i < pc[0]; ++i) {
     uint type = (pc[1] >> (4u * i)) & 0xfu;
-    off += int(clamped(start_words(i), type, pc[2 + i])) * int(pc[10 + i]);
+    off += int(clamped_start(start_words(i), type, pc[2 + i])) * int(pc[10 + i]);
   }
   offset[0] = off;
 }

@@ -156,6 +156,10 @@ kernels! {
     copy_dynamic_b2 => "shaders/copy.comp", "T" = "uint16_t", "DYNAMIC_OFFSET" = "1";
     copy_dynamic_b4 => "shaders/copy.comp", "T" = "uint", "DYNAMIC_OFFSET" = "1";
     copy_dynamic_b8 => "shaders/copy.comp", "T" = "uint64_t", "DYNAMIC_OFFSET" = "1";
+    copy_starts_b1 => "shaders/copy.comp", "T" = "uint8_t", "STARTS" = "1";
+    copy_starts_b2 => "shaders/copy.comp", "T" = "uint16_t", "STARTS" = "1";
+    copy_starts_b4 => "shaders/copy.comp", "T" = "uint", "STARTS" = "1";
+    copy_starts_b8 => "shaders/copy.comp", "T" = "uint64_t", "STARTS" = "1";
     dynamic_offset => "shaders/dynamic_offset.comp";
     copy_multi => "shaders/copy_multi.comp";
 

@@ -25,14 +25,84 @@ pub fn strided_copy(
     copy_with_offset(elem_bytes, src, src_offset, src_strides, dst, dst_offset, dst_strides, dims, None)
 }
 
-/// An offset only the device knows (dynamic_offset's result), added to one side of a copy.
+/// Start indices that are tensors (Nx's dynamic slicing), checked: scalars of any integer type,
+/// each with the most it may be (dim - length: Nx clamps such starts so the slice fits) and the
+/// stride, in elements of the width the copy moves, it moves one side of the copy by. The
+/// device clamps them, so the host never reads them.
 #[derive(Clone)]
-struct DeviceOffset {
-    /// One int, in elements of the width the copy moves (c128: 8-byte halves).
-    offset: BufferRef,
+struct DynamicStarts {
+    starts: Vec<BufferRef>,
+    /// 4 bits a start (dynamic_start.glsl): log2 of its bytes, bit 2 signed.
+    types: u64,
+    max_starts: Vec<u64>,
+    strides: Vec<i64>,
+    /// Whether they move the output (put_slice) rather than the input (slice).
     on_dst: bool,
-    /// The largest value it can take (every start at its clamp bound), for the extent check.
+    /// The largest offset they make (every start at its bound), for the extent check.
     max: i64,
+}
+
+/// Starts one copy.comp STARTS dispatch clamps itself (more take dynamic_offset.comp first).
+const FUSED_STARTS: usize = 4;
+/// The collapsed rank that variant has room for in its push constants.
+const FUSED_STARTS_RANK: usize = 4;
+
+impl DynamicStarts {
+    fn new(starts: &[(BufferRef, Dtype)], max_starts: &[u64], strides: &[i64], on_dst: bool) -> Result<Self> {
+        if starts.is_empty() || starts.len() != max_starts.len() || starts.len() != strides.len() {
+            return Err(arg_error!("dynamic starts: one max start and one stride per start tensor"));
+        }
+        if starts.len() > MAX_DYNAMIC_STARTS {
+            return Err(unsupported!("more than {MAX_DYNAMIC_STARTS} tensor start indices"));
+        }
+        let mut types = 0u64;
+        for (i, (start, dtype)) in starts.iter().enumerate() {
+            let (log2_bytes, signed) = match dtype {
+                Dtype::S8 => (0, true),
+                Dtype::S16 => (1, true),
+                Dtype::S32 => (2, true),
+                Dtype::S64 => (3, true),
+                Dtype::U8 => (0, false),
+                Dtype::U16 => (1, false),
+                Dtype::U32 => (2, false),
+                Dtype::U64 => (3, false),
+                other => return Err(arg_error!("a start index must be an integer tensor, got {}", other.name())),
+            };
+            if start.bytes < dtype.bytes() {
+                return Err(arg_error!("a start index must be a scalar tensor"));
+            }
+            types |= (log2_bytes | (signed as u64) << 2) << (4 * i);
+        }
+        let max = max_starts.iter().zip(strides).map(|(&m, &s)| m as i64 * s).sum();
+        Ok(DynamicStarts {
+            starts: starts.iter().map(|(b, _)| b.clone()).collect(),
+            types,
+            max_starts: max_starts.to_vec(),
+            strides: strides.to_vec(),
+            on_dst,
+            max,
+        })
+    }
+
+    /// The same starts moving a copy of 8-byte halves (c128).
+    fn in_halves(&self) -> Self {
+        DynamicStarts { strides: self.strides.iter().map(|s| s * 2).collect(), max: self.max * 2, ..self.clone() }
+    }
+
+    /// Queues dynamic_offset.comp over the starts; returns the one-int buffer that will hold their
+    /// clamped offset.
+    fn offset_on_device(&self) -> Result<BufferRef> {
+        let mut push = Push::new();
+        push.set(0, self.starts.len() as u64)?;
+        push.set(1, self.types)?;
+        push.set_dims(2, &self.max_starts)?;
+        push.set_strides(10, &self.strides)?;
+        let offset = alloc(4)?;
+        let bindings: Vec<&BufferRef> =
+            (0..MAX_DYNAMIC_STARTS).map(|i| self.starts.get(i).unwrap_or(&self.starts[0])).chain([&offset]).collect();
+        dispatch(shaders::dynamic_offset, 0, &bindings, push, [1, 1, 1])?;
+        Ok(offset)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -45,17 +115,16 @@ fn copy_with_offset(
     dst_offset: i64,
     dst_strides: &[i64],
     dims: &[u64],
-    device_offset: Option<&DeviceOffset>,
+    starts: Option<&DynamicStarts>,
 ) -> Result<()> {
     if src_strides.len() != dims.len() || dst_strides.len() != dims.len() {
         return Err(arg_error!("strides and dims must have the same length"));
     }
     if elem_bytes == 16 {
-        // c128: pairs of 8-byte halves, with the pair as an innermost axis (the device offset
-        // is already counted in halves).
+        // c128: pairs of 8-byte halves, with the pair as an innermost axis.
         let pairs = |strides: &[i64]| strides.iter().map(|s| s * 2).chain([1]).collect::<Vec<_>>();
         let dims: Vec<u64> = dims.iter().copied().chain([2]).collect();
-        let halves = device_offset.map(|d| DeviceOffset { max: d.max * 2, ..d.clone() });
+        let halves = starts.map(DynamicStarts::in_halves);
         return copy_with_offset(
             8,
             src,
@@ -70,7 +139,7 @@ fn copy_with_offset(
     }
     check_extent(src, elem_bytes, src_offset, dims, src_strides)?;
     check_extent(dst, elem_bytes, dst_offset, dims, dst_strides)?;
-    if let Some(d) = device_offset {
+    if let Some(d) = starts {
         // The offset is clamped on the device to [0, max]: both ends must fit.
         let (buffer, offset, strides) =
             if d.on_dst { (dst, dst_offset, dst_strides) } else { (src, src_offset, src_strides) };
@@ -81,83 +150,60 @@ fn copy_with_offset(
         return Ok(());
     }
     let (cdims, strides) = collapse_to(dims, &[src_strides.to_vec(), dst_strides.to_vec()], MAX_COPY_RANK)?;
+    // A whole-buffer prefix copied as it lies (put_slice's copy of its target, a reshape's copy)
+    // is a transfer command on CPU devices: lavapipe runs it as a memcpy, where the strided
+    // kernel took ~15 ns an element (a 40x40 f32 copy 26.7 us against 3-4 us for any dispatch).
+    // Only from and to offset 0: a compiled program swaps whole buffers for its arguments.
+    let flat = cdims.len() == 1 && strides.iter().all(|s| s[0] == 1);
+    if cpu_device() && starts.is_none() && flat && src_offset == 0 && dst_offset == 0 {
+        let copy = Command::Copy { src: src.get()?, dst: dst.get()?, bytes: n * elem_bytes };
+        crate::checks::inherit(dst, &[src])?;
+        return crate::capture::record(copy, &[src, dst]);
+    }
     let mut push = Push::new();
     push.set(0, n)?;
     push.set(1, cdims.len() as u64)?;
     push.set(2, src_offset as u64)?;
     push.set(3, dst_offset as u64)?;
     push.set_dims(4, &cdims)?;
+    let Some(d) = starts else {
+        push.set_strides(12, &strides[0])?;
+        push.set_strides(20, &strides[1])?;
+        return dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n));
+    };
+    // Few starts and a low rank: one dispatch that clamps the starts in every invocation (on
+    // lavapipe the separate offset dispatch cost 5-11 us an op); else the offset first.
+    if d.starts.len() <= FUSED_STARTS && cdims.len() <= FUSED_STARTS_RANK {
+        push.set_strides(8, &strides[0])?;
+        push.set_strides(12, &strides[1])?;
+        push.set(16, d.starts.len() as u64 | d.types << 8)?;
+        push.set_dims(17, &d.max_starts)?;
+        push.set_strides(21, &d.strides)?;
+        let kernel = by_width(
+            elem_bytes,
+            shaders::copy_starts_b1,
+            shaders::copy_starts_b2,
+            shaders::copy_starts_b4,
+            shaders::copy_starts_b8,
+        )?;
+        let start = |i: usize| d.starts.get(i).unwrap_or(&d.starts[0]);
+        return dispatch(kernel, d.on_dst as u32, &[src, start(0), start(1), start(2), start(3), dst], push, elementwise_groups(n));
+    }
     push.set_strides(12, &strides[0])?;
     push.set_strides(20, &strides[1])?;
-    match device_offset {
-        None => dispatch(copy_kernel(elem_bytes)?, 0, &[src, dst], push, elementwise_groups(n)),
-        Some(d) => {
-            let kernel = by_width(
-                elem_bytes,
-                shaders::copy_dynamic_b1,
-                shaders::copy_dynamic_b2,
-                shaders::copy_dynamic_b4,
-                shaders::copy_dynamic_b8,
-            )?;
-            dispatch(kernel, d.on_dst as u32, &[src, &d.offset, dst], push, elementwise_groups(n))
-        }
-    }
+    let offset = d.offset_on_device()?;
+    let kernel = by_width(
+        elem_bytes,
+        shaders::copy_dynamic_b1,
+        shaders::copy_dynamic_b2,
+        shaders::copy_dynamic_b4,
+        shaders::copy_dynamic_b8,
+    )?;
+    dispatch(kernel, d.on_dst as u32, &[src, &offset, dst], push, elementwise_groups(n))
 }
 
-/// Start indices that are tensors (Nx's dynamic slicing): scalars of any integer type, each with
-/// the most it may be (dim - length: Nx clamps such starts so the slice fits) and the stride, in
-/// elements, it moves the slice by.
+/// The most tensor start indices one slice takes (dynamic_offset.comp's bindings).
 const MAX_DYNAMIC_STARTS: usize = 8;
-
-/// Queues dynamic_offset.comp over the starts; returns the device offset it will hold.
-fn device_offset(
-    elem_bytes: u64,
-    starts: &[(BufferRef, Dtype)],
-    max_starts: &[u64],
-    strides: &[i64],
-    on_dst: bool,
-) -> Result<DeviceOffset> {
-    if starts.is_empty() || starts.len() != max_starts.len() || starts.len() != strides.len() {
-        return Err(arg_error!("dynamic starts: one max start and one stride per start tensor"));
-    }
-    if starts.len() > MAX_DYNAMIC_STARTS {
-        return Err(unsupported!("more than {MAX_DYNAMIC_STARTS} tensor start indices"));
-    }
-    // c128 copies move 8-byte halves: count the offset in halves.
-    let unit = if elem_bytes == 16 { 2 } else { 1 };
-    let mut push = Push::new();
-    push.set(0, starts.len() as u64)?;
-    let mut types = 0u64;
-    let mut max = 0i64;
-    for (i, (start, dtype)) in starts.iter().enumerate() {
-        let (log2_bytes, signed) = match dtype {
-            Dtype::S8 => (0, true),
-            Dtype::S16 => (1, true),
-            Dtype::S32 => (2, true),
-            Dtype::S64 => (3, true),
-            Dtype::U8 => (0, false),
-            Dtype::U16 => (1, false),
-            Dtype::U32 => (2, false),
-            Dtype::U64 => (3, false),
-            other => return Err(arg_error!("a start index must be an integer tensor, got {}", other.name())),
-        };
-        if start.bytes < dtype.bytes() {
-            return Err(arg_error!("a start index must be a scalar tensor"));
-        }
-        types |= (log2_bytes | (signed as u64) << 2) << (4 * i);
-        push.set(2 + i, max_starts[i])?;
-        push.set_signed(10 + i, strides[i] * unit)?;
-        max += max_starts[i] as i64 * strides[i];
-    }
-    push.set(1, types)?;
-    let offset = alloc(4)?;
-    let bindings: Vec<&BufferRef> = (0..MAX_DYNAMIC_STARTS)
-        .map(|i| &starts.get(i).unwrap_or(&starts[0]).0)
-        .chain([&offset])
-        .collect();
-    dispatch(shaders::dynamic_offset, 0, &bindings, push, [1, 1, 1])?;
-    Ok(DeviceOffset { offset, on_dst, max })
-}
 
 /// slice with tensor starts: a new contiguous tensor of shape `dims` read from `src` at `offset`
 /// (the integer starts' part) plus the clamped tensor starts' part, through `strides`.
@@ -177,10 +223,10 @@ fn dynamic_slice(
     let on: Vec<&BufferRef> = std::iter::once(&src).chain(starts.iter().map(|(b, _)| b)).collect();
     let _device = crate::context::use_device_of(&on)?;
     let _capture = crate::capture::scope(env);
-    let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, false)?;
+    let starts = DynamicStarts::new(&starts, &max_starts, &start_strides, false)?;
     let out = alloc(element_count(&dims) * elem_bytes)?;
     let out_strides = contiguous_strides(&dims);
-    copy_with_offset(elem_bytes, &src, offset, &strides, &out, 0, &out_strides, &dims, Some(&device))?;
+    copy_with_offset(elem_bytes, &src, offset, &strides, &out, 0, &out_strides, &dims, Some(&starts))?;
     Ok(out)
 }
 
@@ -204,9 +250,9 @@ fn dynamic_put_slice(
     let on: Vec<&BufferRef> = [&dst, &src].into_iter().chain(starts.iter().map(|(b, _)| b)).collect();
     let _device = crate::context::use_device_of(&on)?;
     let _capture = crate::capture::scope(env);
-    let device = device_offset(elem_bytes, &starts, &max_starts, &start_strides, true)?;
+    let starts = DynamicStarts::new(&starts, &max_starts, &start_strides, true)?;
     let src_strides = contiguous_strides(&dims);
-    copy_with_offset(elem_bytes, &src, 0, &src_strides, &dst, offset, &dst_strides, &dims, Some(&device))?;
+    copy_with_offset(elem_bytes, &src, 0, &src_strides, &dst, offset, &dst_strides, &dims, Some(&starts))?;
     Ok(dst)
 }
 
