@@ -45,7 +45,9 @@ defmodule Nx.Vulkan.Application do
 
     decision = lavapipe_threads(cpus, System.get_env("LP_NUM_THREADS"))
     # Into libc's environment, where the driver reads it (os:putenv does not write there).
-    with {:set, value} <- decision, do: Nx.Vulkan.Native.set_lavapipe_threads(value) |> Nx.Vulkan.Native.unwrap!()
+    with {:set, value} <- decision,
+         do: Nx.Vulkan.Native.set_lavapipe_threads(value) |> Nx.Vulkan.Native.unwrap!()
+
     :persistent_term.put({__MODULE__, :lavapipe_threads}, decision)
   end
 

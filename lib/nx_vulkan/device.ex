@@ -91,7 +91,9 @@ defmodule Nx.Vulkan.Device do
   accumulate in f32, as cuBLAS does: the f64 accumulator costs GEMM 4-5x there); fence waits poll for 200 us before blocking on GPUs, not on CPU devices (where
   polling takes a core from the driver's worker threads); `:software` devices take the kernel
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
-  measure about 10x faster on lavapipe. `NXV_EARLY_SUBMIT=1` submits early: once 16 commands
+  measure about 10x faster on lavapipe, and run their element-wise kernels one element per
+  invocation in workgroups of 64 (GPUs: 4 elements per invocation, workgroups of 256;
+  `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). `NXV_EARLY_SUBMIT=1` submits early: once 16 commands
   are recorded and the GPU is idle, they go to the GPU while the BEAM records the rest (off by
   default: it measured slower on the H200). Submissions triggered by the cap never wait for the
   GPU: up to two are in flight. Called at application start.
@@ -121,14 +123,26 @@ defmodule Nx.Vulkan.Device do
     # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,
     # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
     submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
+
     per_invocation =
-      choice_env!("NXV_ELEMENTS_PER_INVOCATION", if(class == :software, do: 1, else: 4), [1, 2, 4, 8, 16])
+      choice_env!("NXV_ELEMENTS_PER_INVOCATION", if(class == :software, do: 1, else: 4), [
+        1,
+        2,
+        4,
+        8,
+        16
+      ])
 
     # Invocations per workgroup of the element-wise kernels: lavapipe runs every invocation of a
     # workgroup however few elements it holds (a scalar dispatch of 256 cost 5.6-7 us against 0.6
     # with 64); on the H200 64 slowed strided copies and gathers (transpose 8192^2 511 -> 704 us).
     workgroup =
-      choice_env!("NXV_WORKGROUP_SIZE", if(class == :software, do: 64, else: 256), [32, 64, 128, 256])
+      choice_env!("NXV_WORKGROUP_SIZE", if(class == :software, do: 64, else: 256), [
+        32,
+        64,
+        128,
+        256
+      ])
 
     gemm_block = gemm_block!()
     # Results a process makes between its own collections (see Backend.collect_on_pressure):

@@ -99,7 +99,8 @@ bad =
 # both with the GPU's division-free index decoding. Starts clamp at both ends.
 dynamic = [
   {"dynamic slice rank 3 strided", {9, 8, 7}, [2, -3, 5], [4, 5, 3], [2, 1, 2]},
-  {"dynamic slice rank 6", {3, 2, 4, 3, 2, 5}, [1, 0, 9, 1, -1, 2], [2, 1, 2, 2, 1, 3], [1, 1, 1, 1, 1, 2]}
+  {"dynamic slice rank 6", {3, 2, 4, 3, 2, 5}, [1, 0, 9, 1, -1, 2], [2, 1, 2, 2, 1, 3],
+   [1, 1, 1, 1, 1, 2]}
 ]
 
 bad =
@@ -111,8 +112,14 @@ bad =
         {piece, Nx.put_slice(t, starts, Nx.add(Nx.slice(t, starts, lengths), 1))}
       end
 
-      run.(label, &(slice_put.(&1, &2) |> Tuple.to_list() |> Enum.map(fn x -> Nx.flatten(x) end) |> Nx.concatenate()),
-        [ints.(shape, 7, :f32), Nx.tensor(starts, type: :s32)])
+      run.(
+        label,
+        &(slice_put.(&1, &2)
+          |> Tuple.to_list()
+          |> Enum.map(fn x -> Nx.flatten(x) end)
+          |> Nx.concatenate()),
+        [ints.(shape, 7, :f32), Nx.tensor(starts, type: :s32)]
+      )
     end
 
 # Each f32 GEMM variant with an epilogue (fuse.rs): a bias, a relu and a sigmoid computed where
@@ -172,4 +179,7 @@ bad =
     end
 
 stats = Nx.Vulkan.stats()
-IO.puts("variants: #{Enum.sum(bad)} mismatches (spin_us #{stats.spin_us}, submit_programs #{stats.submit_programs})")
+
+IO.puts(
+  "variants: #{Enum.sum(bad)} mismatches (spin_us #{stats.spin_us}, submit_programs #{stats.submit_programs})"
+)

@@ -69,7 +69,9 @@ defmodule Nx.Vulkan.HostSyncTest do
   # A scalar start computed on the device: Nx.tensor/2 of a number makes a constant, whose value
   # the backend knows and folds into a static offset.
   defp device_start(value, type, backend) do
-    Nx.iota({1}, type: type, backend: backend) |> Nx.add(Nx.tensor(value, type: type, backend: backend)) |> Nx.reshape({})
+    Nx.iota({1}, type: type, backend: backend)
+    |> Nx.add(Nx.tensor(value, type: type, backend: backend))
+    |> Nx.reshape({})
   end
 
   # Whether a read of `bytes` bytes copies them straight from the tensor's memory (no staging
@@ -214,10 +216,24 @@ defmodule Nx.Vulkan.HostSyncTest do
   end
 
   test "a read of a complete result takes its bytes in place where the host can: no copy, no sync" do
-    for {shape, type} <- [{{}, :f32}, {{7}, :s64}, {{64}, :f32}, {{65}, :f32}, {{1024, 1024}, :f32}, {{3, 5}, :u8}] do
+    for {shape, type} <- [
+          {{}, :f32},
+          {{7}, :s64},
+          {{64}, :f32},
+          {{65}, :f32},
+          {{1024, 1024}, :f32},
+          {{3, 5}, :u8}
+        ] do
       size = Nx.size(shape)
-      expected = Nx.iota(shape, type: type, backend: Nx.BinaryBackend) |> Nx.multiply(3) |> Nx.subtract(size)
-      t = Nx.iota(shape, type: type, backend: Nx.Vulkan.Backend) |> Nx.multiply(3) |> Nx.subtract(size)
+
+      expected =
+        Nx.iota(shape, type: type, backend: Nx.BinaryBackend) |> Nx.multiply(3) |> Nx.subtract(size)
+
+      t =
+        Nx.iota(shape, type: type, backend: Nx.Vulkan.Backend)
+        |> Nx.multiply(3)
+        |> Nx.subtract(size)
+
       bytes = Nx.byte_size(expected)
       # The first read waits for the ops (one sync either way).
       {first, first_syncs} = syncs(fn -> Nx.to_binary(t) end)
@@ -232,7 +248,8 @@ defmodule Nx.Vulkan.HostSyncTest do
       if read_in_place?(bytes) do
         assert {syncs, s1.recorded - s0.recorded, s1.submissions - s0.submissions} == {%{}, 0, 0}
       else
-        assert {syncs, s1.recorded - s0.recorded, s1.submissions - s0.submissions} == {%{download: 1}, 1, 1}
+        assert {syncs, s1.recorded - s0.recorded, s1.submissions - s0.submissions} ==
+                 {%{download: 1}, 1, 1}
       end
     end
 

@@ -220,7 +220,14 @@ defmodule Nx.Vulkan.LargeTest do
     )
 
     prime_pool(n * 4)
-    put = Nx.put_slice(flat, [Nx.iota({1}, type: :s64) |> Nx.subtract(5) |> Nx.reshape({})], Nx.negate(s))
+
+    put =
+      Nx.put_slice(
+        flat,
+        [Nx.iota({1}, type: :s64) |> Nx.subtract(5) |> Nx.reshape({})],
+        Nx.negate(s)
+      )
+
     pos = positions(n)
 
     Nx.Testing.assert_equal(

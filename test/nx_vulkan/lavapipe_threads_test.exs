@@ -20,7 +20,8 @@ defmodule Nx.Vulkan.LavapipeThreadsTest do
   test "it can be set only before the instance exists" do
     Nx.Vulkan.Device.info()
 
-    assert {:error, {:argument, "LP_NUM_THREADS can be set only before the Vulkan instance is created"}} =
+    assert {:error,
+            {:argument, "LP_NUM_THREADS can be set only before the Vulkan instance is created"}} =
              Nx.Vulkan.Native.set_lavapipe_threads("0")
   end
 
