@@ -124,25 +124,19 @@ defmodule Nx.Vulkan.Device do
     # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
     submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
 
+    # Elements per invocation of the element-wise kernels: 4 on GPUs, where a quarter of the
+    # invocations each visiting four elements measured faster (H200); 1 on CPU devices, where
+    # lavapipe runs the loop slower than the invocations it saves.
+    per_invocation_default = if class == :software, do: 1, else: 4
+
     per_invocation =
-      choice_env!("NXV_ELEMENTS_PER_INVOCATION", if(class == :software, do: 1, else: 4), [
-        1,
-        2,
-        4,
-        8,
-        16
-      ])
+      choice_env!("NXV_ELEMENTS_PER_INVOCATION", per_invocation_default, [1, 2, 4, 8, 16])
 
     # Invocations per workgroup of the element-wise kernels: lavapipe runs every invocation of a
     # workgroup however few elements it holds (a scalar dispatch of 256 cost 5.6-7 us against 0.6
     # with 64); on the H200 64 slowed strided copies and gathers (transpose 8192^2 511 -> 704 us).
-    workgroup =
-      choice_env!("NXV_WORKGROUP_SIZE", if(class == :software, do: 64, else: 256), [
-        32,
-        64,
-        128,
-        256
-      ])
+    workgroup_default = if class == :software, do: 64, else: 256
+    workgroup = choice_env!("NXV_WORKGROUP_SIZE", workgroup_default, [32, 64, 128, 256])
 
     gemm_block = gemm_block!()
     # Results a process makes between its own collections (see Backend.collect_on_pressure):

@@ -157,8 +157,7 @@ fn copy_with_offset(
     let flat = cdims.len() == 1 && strides.iter().all(|s| s[0] == 1);
     if cpu_device() && starts.is_none() && flat && src_offset == 0 && dst_offset == 0 {
         let copy = Command::Copy { src: src.get()?, dst: dst.get()?, bytes: n * elem_bytes };
-        crate::checks::inherit(dst, &[src])?;
-        return crate::capture::record(copy, &[src, dst]);
+        return record_command(copy, &[src, dst]);
     }
     let mut push = Push::new();
     push.set(0, n)?;

@@ -212,12 +212,18 @@ fn record(
     push: Push,
     groups: [u32; 3],
 ) -> Result<()> {
+    let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
+    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes: 1 };
+    record_command(Command::Dispatch(dispatch), bindings)
+}
+
+/// Queues an op's command over `bindings` (its output last): the output inherits the inputs'
+/// deferred checks, then the command goes to the capture or the queue.
+pub fn record_command(command: Command, bindings: &[&BufferRef]) -> Result<()> {
     if let Some((out, inputs)) = bindings.split_last() {
         crate::checks::inherit(out, inputs)?;
     }
-    let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
-    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes: 1 };
-    crate::capture::record(Command::Dispatch(dispatch), bindings)
+    crate::capture::record(command, bindings)
 }
 
 /// The storage-type variant of a byte-moving kernel family for an element width.
