@@ -111,12 +111,21 @@ double f32_bits_to_double(uint f) {
   return uint64BitsToDouble(sign | (uint64_t(top + 874) << 52) | mantissa);
 }
 
-// A double's nearest f32 (ties to even) as bits; below f32's smallest normal by integer
-// rounding of v 2^149 (exact: a power-of-two scaling), where a GPU's conversion may flush.
+// A double's nearest f32 (ties to even) as bits; below f32's smallest normal, where a GPU's
+// conversion may flush, v 2^149 rounded to an integer in integer arithmetic on the double's
+// bits: lavapipe on one AMD EPYC host rounded roundEven(ldexp(v, 149)) of a tie the wrong way.
 uint double_to_f32_bits(double v) {
   if (abs(v) >= 1.1754943508222875e-38lf || v == 0.0lf || isnan(v)) return floatBitsToUint(float(v));
-  uint sign = (unpackDouble2x32(v).y >> 31) << 31;
-  return sign | uint(roundEven(ldexp(abs(v), 149)));  // 2^23 units is the smallest normal's bits
+  uint64_t bits = doubleBitsToUint64(v);
+  uint sign = uint(bits >> 63) << 31;
+  uint e = uint(bits >> 52) & 0x7ffu;  // below 897 here: |v| < 2^-126
+  // |v| = m 2^(e - 1075) = m 2^-s in units of 2^-149 (f64 subnormals: e = 0, far below a unit).
+  uint64_t m = (bits & 0xfffffffffffffUL) | (e != 0u ? (1UL << 52) : 0UL);
+  uint s = 926u - max(e, 1u);  // 30 or more
+  if (s >= 64u) return sign;
+  uint64_t q = m >> s, rest = m - (q << s), tie = 1UL << (s - 1u);
+  if (rest > tie || (rest == tie && (q & 1UL) != 0UL)) q += 1UL;
+  return sign | uint(q);  // 2^23 units is the smallest normal's bits
 }
 
 double float_value(uint64_t b) {
