@@ -64,8 +64,9 @@ defmodule Nx.Vulkan.CompilerTest do
   def forward(event, measurements, metadata, {parent, ref}),
     do: send(parent, {ref, event, measurements, metadata})
 
-  # Whether element-wise chains fuse here (f32 computed in f64: fuse.rs).
-  defp fuses?, do: Nx.Vulkan.stats().precise_f32
+  # Whether element-wise chains fuse (f32 computed in f64 or in f32, as the device's precision
+  # policy has it: fuse.rs); NXV_FUSE=0 leaves programs unfused.
+  defp fuses?, do: System.get_env("NXV_FUSE") != "0"
 
   defp bits(container) do
     [container]
@@ -181,7 +182,8 @@ defmodule Nx.Vulkan.CompilerTest do
         {a, Nx.sum(b, axes: [0]), Nx.log(Nx.abs(b))}
       end
 
-      # f32 fuses where it computes in f64 (lavapipe, the H200); f64 chains stay unfused.
+      # f32 chains fuse (computed in f64 or in f32, as the device's policy says); f64 chains stay
+      # unfused.
       for type <- [:f32, :f64] do
         args =
           for seed <- [11, 12],
@@ -380,8 +382,8 @@ defmodule Nx.Vulkan.CompilerTest do
       if fuses?() do
         # The sum with its epilogue and cast; the broadcast copy with its add; the max, read
         # through a broadcast, on its own.
-        assert Enum.frequencies(kernels) == %{"fused_elementwise" => 2, "reduce_serial_f32p" => 1},
-               inspect(info)
+        max = if Nx.Vulkan.stats().precise_f32, do: "reduce_serial_f32p", else: "reduce_serial_f32"
+        assert Enum.frequencies(kernels) == %{"fused_elementwise" => 2, max => 1}, inspect(info)
 
         assert info.fused_ops == 6
       end
@@ -507,6 +509,53 @@ defmodule Nx.Vulkan.CompilerTest do
         assert_same(f, [[x, w]])
         refute "fused_gemm" in Nx.Vulkan.program_info(f, [x, w]).kernels
       end
+    end
+
+    test "no multiply-add contracts across ops: a product rounds before the op that adds it" do
+      # One kernel per op rounds each product to f32 before the next op adds it. Were a fused
+      # kernel's multiply and the next op's add contracted into an fma (one rounding), its results
+      # would differ in these elements: the check below shows that they would, in many of them.
+      x = random({48, 37}, :f32, 1.0, 81)
+      y = random({48, 37}, :f32, 1.0, 82)
+      z = random({48, 37}, :f32, 1.0, 83)
+
+      chain = fn x, y, z ->
+        p = Nx.multiply(x, y)
+        {Nx.add(p, z), p |> Nx.subtract(z) |> Nx.multiply(z) |> Nx.add(x) |> Nx.exp()}
+      end
+
+      # A GEMM over K = 1 (each result one product) and the add of its epilogue.
+      outer = fn a, b, c -> Nx.dot(a, b) |> Nx.add(c) end
+      # Products summed (on CPU devices the product is the reduction's prologue).
+      dot_rows = fn x, y -> Nx.multiply(x, y) |> Nx.sum(axes: [1]) end
+      a = random({48, 1}, :f32, 1.0, 84)
+      b = random({1, 37}, :f32, 1.0, 85)
+
+      assert_same(chain, [[x, y, z]])
+      assert_same(outer, [[a, b, z]])
+      assert_same(dot_rows, [[x, y], [z, x]])
+
+      if fuses?() do
+        assert Nx.Vulkan.program_info(chain, [x, y, z]).fused_kernels >= 1
+        assert "fused_gemm" in Nx.Vulkan.program_info(outer, [a, b, z]).kernels
+      end
+
+      # The check has teeth: x * y + z with one rounding (exact in f64, then rounded to f32)
+      # differs from the two kernels' results in some elements.
+      fma =
+        Nx.with_default_backend(Nx.BinaryBackend, fn ->
+          [x64, y64, z64] =
+            for t <- [x, y, z], do: Nx.as_type(Nx.backend_copy(t, Nx.BinaryBackend), :f64)
+
+          Nx.multiply(x64, y64) |> Nx.add(z64) |> Nx.as_type(:f32)
+        end)
+
+      {two, _} = Nx.Defn.jit(chain).(x, y, z)
+
+      differ =
+        Nx.not_equal(Nx.backend_copy(two, Nx.BinaryBackend), fma) |> Nx.sum() |> Nx.to_number()
+
+      assert differ > 0
     end
 
     test "a GEMM epilogue past 2^24 results (a 2-D grid of workgroups), bit for bit" do
@@ -666,8 +715,8 @@ defmodule Nx.Vulkan.CompilerTest do
       compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
       compiled.(x)
       Nx.Vulkan.flush()
-      # The add and the multiply (fused into one dispatch where f32 computes in f64); the iota and
-      # the constant ran at capture.
+      # The add and the multiply (fused into one dispatch); the iota and the constant ran at
+      # capture.
       s0 = Nx.Vulkan.stats()
       for _ <- 1..5, do: compiled.(x)
       Nx.Vulkan.flush()
@@ -1005,6 +1054,38 @@ defmodule Nx.Vulkan.CompilerDiskCacheTest do
       assert [_ | _] = Path.wildcard(Path.join(dir, "fused-*.spv"))
       # The second start reads the SPIR-V back and computes the same result.
       assert {0, ^fused, ^fused, _, ^sum} = child(dir)
+    end
+  end
+end
+
+defmodule Nx.Vulkan.CompilerF32Test do
+  # The compiler's tests again where f32 computes in f32 (the GPU classes other than
+  # :discrete_large, or NXV_PRECISE=0), in child VMs: fused kernels then compute in f32 and must
+  # still give the Evaluator's results bit for bit. :discrete also takes the GPUs' kernel
+  # variants (register-blocked GEMMs with epilogues, the implicit-GEMM conv) on this device.
+  use ExUnit.Case, async: true
+  @moduletag :subprocess
+  @moduletag timeout: 900_000
+
+  for {label, env} <- [
+        {"NXV_PRECISE=0", [{"NXV_PRECISE", "0"}]},
+        {"the :discrete class", [{"NXV_DEVICE_CLASS", "discrete"}, {"NXV_SPIN_US", "0"}]}
+      ] do
+    test "the compiler's tests with f32 computed in f32, #{label}" do
+      env = unquote(env)
+      check = ~S[IO.puts("precise_f32=#{Nx.Vulkan.stats().precise_f32}")]
+      assert Nx.Vulkan.DeviceCase.mix_run!(check, env) =~ "precise_f32=false"
+
+      {output, status} =
+        System.cmd(
+          "mix",
+          ~w(test --no-compile --no-deps-check --exclude subprocess test/nx_vulkan/compiler_test.exs),
+          env: [{"MIX_ENV", "test"} | env],
+          stderr_to_stdout: true
+        )
+
+      assert status == 0, output
+      assert output =~ ~r/\d+ tests, 0 failures/, output
     end
   end
 end

@@ -2,7 +2,7 @@
 // the compute type W (a bool for comparisons, OUT_U8). Included by binary.comp (op = its
 // specialization constant) and by the compiler's fused element-wise kernels (fuse.rs), so a fused
 // op computes exactly what its own kernel does. Needs the dtype defines and, for f64 math,
-// math64.glsl.
+// math64.glsl. The functions that compute are `precise`, as in unary_ops.glsl (why there).
 #ifdef IS_INT
 // Integer semantics as Nx.BinaryBackend (Elixir integers wrapped to BITS on write): wrap-around
 // arithmetic, truncating quotient, remainder with the dividend's sign. Division by zero, which
@@ -59,7 +59,7 @@ W shift(W x, W y, bool left) {
 // f32 pow without f64 support: GLSL pow is undefined for x < 0 and x == 0, so sign and zero cases
 // are handled here. Less accurate than the PRECISE path.
 bool odd_integer(W y) { return y == floor(y) && abs(y) < W(16777216.0) && mod(y, W(2)) == W(1); }
-W pow32(W x, W y) {
+precise W pow32(W x, W y) {
   if (y == W(0) || x == W(1)) return W(1);
   if (isnan(x) || isnan(y)) return x + y;
   if (x == W(0)) return y > W(0) ? (odd_integer(y) ? x : W(0)) : ((odd_integer(y) && x < W(0)) ? W(uintBitsToFloat(0xff800000u)) : W(uintBitsToFloat(0x7f800000u)));
@@ -104,7 +104,7 @@ float fmod32(float x, float y) {
 #include "compare_ops.glsl"
 #define binary_apply compare_apply
 #else
-W binary_apply(uint op, W x, W y) {
+precise W binary_apply(uint op, W x, W y) {
   switch (op) {
     case 0: return x + y;
     case 1: return x - y;

@@ -1,5 +1,6 @@
 // Shared by reduce.comp and reduce_serial.comp: identity and combine for OP (0 sum, 1 product,
-// 2 max, 3 min) over the accumulator type ACC; NaN propagates through max and min.
+// 2 max, 3 min) over the accumulator type ACC; NaN propagates through max and min. combine is
+// `precise`: a fused prologue's multiply is never contracted into the fold's add (unary_ops.glsl).
 #ifdef IS_INT
 // The storage type's own extremes (T_MIN, T_MAX defines): 8/16-bit values are computed in 32 bits.
 ACC lowest() { return ACC(T_MIN); }
@@ -20,7 +21,7 @@ ACC identity() {
   }
 }
 
-ACC combine(ACC u, ACC v) {
+precise ACC combine(ACC u, ACC v) {
   switch (OP) {
     case 0: return u + v;
     case 1: return u * v;

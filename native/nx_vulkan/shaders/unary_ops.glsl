@@ -3,6 +3,12 @@
 // compiler's fused element-wise kernels (fuse.rs), so a fused op computes exactly what its own
 // kernel does. Needs the dtype defines (T, W, IS_INT...) and, for f64 math, math64.glsl with
 // MATH64 defined.
+// The functions that compute are `precise` (SPIR-V NoContraction on their arithmetic): in a fused
+// kernel, where one op's result goes to the next in a register, no driver may contract a multiply
+// of one op with an add of the next into an fma, which two kernels (a store and a load between
+// them) never do. glslang marks what a precise function computes for its result but not what
+// the functions it calls compute (KhronosGroup/glslang#2710), so each helper that computes is
+// precise itself.
 #ifdef IS_INT
 // The value's BITS low bits, zero-extended (8/16-bit values arrive sign-extended in W).
 #if BITS == 64
@@ -21,7 +27,7 @@ int count_leading_zeros(W a) {
 #endif
 }
 
-W unary_apply(uint op, W a) {
+precise W unary_apply(uint op, W a) {
   switch (op) {
     case 0: return W(0) - a;                            // negate (wraps)
 #ifdef IS_SIGNED
@@ -39,11 +45,11 @@ W unary_apply(uint op, W a) {
   }
 }
 #else
-W round_half_away(W a) { return sign(a) * floor(abs(a) + W(0.5)); }
+precise W round_half_away(W a) { return sign(a) * floor(abs(a) + W(0.5)); }
 
 #ifndef MATH64
 // erf_inv without f64: the same polynomials in the compute type.
-W erf_inv32(W x) {
+precise W erf_inv32(W x) {
   if (isnan(x) || abs(x) > W(1)) return W(uintBitsToFloat(0x7fc00000u));
   if (abs(x) == W(1)) return x * W(uintBitsToFloat(0x7f800000u));
   W w = -log((W(1) - x) * (W(1) + x));
@@ -65,7 +71,7 @@ W erf_inv32(W x) {
 }
 
 // erf without f64: the same series / continued fraction in the compute type (f32 accuracy).
-W erf64_missing(W x) {
+precise W erf64_missing(W x) {
   W ax = abs(x);
   if (ax < W(2.5)) {
     W z = x * x, term = x, sum = x;
@@ -79,7 +85,7 @@ W erf64_missing(W x) {
 }
 #endif
 
-W unary_apply(uint op, W a) {
+precise W unary_apply(uint op, W a) {
   switch (op) {
     case 0: return -a;                                  // negate
     case 1: return abs(a);                              // abs

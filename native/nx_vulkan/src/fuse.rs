@@ -1,9 +1,10 @@
 //! Fusion of a compiled program's element-wise chains (capture.rs calls `fuse` once per program).
 //!
-//! A run of consecutive unary/binary dispatches of f32 computed in f64 (`variant` says why only
-//! those) over the same element count, where each reads the previous ones' results at its own
-//! element index, becomes one generated kernel: each op calls the same GLSL function its own
-//! kernel calls (unary_ops.glsl, binary_ops.glsl), rounds to the storage type as that kernel's
+//! A run of consecutive f32 unary/binary dispatches (computed in f64 or in f32, as the device's
+//! precision policy has them: never both in one kernel) over the same element count, where each
+//! reads the previous ones' results at its own element index, becomes one generated kernel: each
+//! op calls the same GLSL function its own kernel calls (unary_ops.glsl, binary_ops.glsl, whose
+//! arithmetic is `precise`, so no fma joins two ops), rounds to the storage type as that kernel's
 //! store would, and hands the value to the next op in a register. So results are bit for bit
 //! those of the unfused commands; what goes away is a dispatch, a barrier and a round trip
 //! through memory per op. Results other commands (or the program's caller) read are written too
@@ -46,21 +47,33 @@ const MAX_OUTPUTS: usize = 4;
 
 static KERNELS: Lazy<DashMap<(usize, String, u32), Arc<Pipeline>>> = Lazy::new(DashMap::new);
 
-/// The dtype defines of the one variant fused (shaders.rs's F32P): f32 computed in f64, the
-/// default on lavapipe and the H200. There every op's result is rounded from f64 to f32 on its
-/// way to the next, a conversion no compiler can fold into the next op's arithmetic. Where the
-/// compute type is the storage type (f32 on f32, f64), a multiply and the add that follows could
-/// be contracted into an fma inside one kernel, which two kernels never do, and the results could
-/// change. Comparisons (exact in any type holding their operands) and selects (no arithmetic)
-/// join such chains.
-const DEFINES: &str = "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n";
+/// The compute type of an op's arithmetic, from its kernel: f64 for the precise f32 kernels
+/// (shaders.rs's F32P: f32 math in f64, rounded once; the default on lavapipe and the H200), f32
+/// for the plain ones (F32: the other GPU classes, or NXV_PRECISE=0). A generated kernel takes
+/// the defines of its members' kernels, so one kernel never mixes the two. Comparisons (exact in
+/// either), selects, copies, converts and integer sums compute nothing that depends on it.
+#[derive(Clone, Copy, PartialEq)]
+enum Compute {
+    F64,
+    F32,
+}
+
+impl Compute {
+    /// The dtype defines of the kernels whose arithmetic computes in this type.
+    fn defines(self) -> &'static str {
+        match self {
+            Compute::F64 => "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n",
+            Compute::F32 => "#define T float\n#define W float\n",
+        }
+    }
+}
 
 /// What a fused op is, from its kernel's name.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
-    /// unary_f32p: T -> T.
+    /// unary_f32p or unary_f32: T -> T.
     Unary,
-    /// binary_f32p: T, T -> T.
+    /// binary_f32p or binary_f32: T, T -> T.
     Binary,
     /// compare_f32: T, T -> a predicate (u8 in memory).
     Compare,
@@ -75,11 +88,11 @@ enum Kind {
     /// copy_b4 into a whole contiguous result (a broadcast, transpose or slice materialized):
     /// its input's bits through an offset and strides, held as a select's are.
     Copy,
-    /// reduce_serial_f32p, or the sum of reduce_serial_s32/u32 (wrapping adds, held as a uint):
-    /// one output per invocation folding its reduced elements in order. Its push constants (its
-    /// layout) become the fused kernel's; members before it compute its input elements (a
-    /// prologue, inside its loop), those after it work on its result at the output's index (an
-    /// epilogue).
+    /// reduce_serial_f32p or reduce_serial_f32, or the sum of reduce_serial_s32/u32 (wrapping
+    /// adds, held as a uint): one output per invocation folding its reduced elements in order.
+    /// Its push constants (its layout) become the fused kernel's; members before it compute its
+    /// input elements (a prologue, inside its loop), those after it work on its result at the
+    /// output's index (an epilogue).
     Reduce,
     /// A GEMM of f32 operands into a contiguous f32 result (gemm.comp, gemm_rows.comp,
     /// gemm_rows4.comp, gemm_tiled.comp, the implicit-GEMM convolution too), as a run's first
@@ -102,15 +115,22 @@ fn gemm(d: &Dispatch) -> bool {
         && d.writes == 1
 }
 
-fn kind(name: &str) -> Option<Kind> {
+/// What a fused op is, and the type its arithmetic computes in (None: it computes nothing that
+/// depends on it), from its kernel's name.
+fn kind(name: &str) -> Option<(Kind, Option<Compute>)> {
+    use Compute::*;
     Some(match name {
-        "unary_f32p" | "unary_f32p_v4" => Kind::Unary,
-        "binary_f32p" => Kind::Binary,
-        "compare_f32" => Kind::Compare,
-        "select_b4" => Kind::Select,
-        "convert" => Kind::Convert,
-        "copy_b4" => Kind::Copy,
-        "reduce_serial_f32p" | "reduce_serial_s32" | "reduce_serial_u32" => Kind::Reduce,
+        "unary_f32p" | "unary_f32p_v4" => (Kind::Unary, Some(F64)),
+        "unary_f32" => (Kind::Unary, Some(F32)),
+        "binary_f32p" => (Kind::Binary, Some(F64)),
+        "binary_f32" => (Kind::Binary, Some(F32)),
+        "compare_f32" => (Kind::Compare, None),
+        "select_b4" => (Kind::Select, None),
+        "convert" => (Kind::Convert, None),
+        "copy_b4" => (Kind::Copy, None),
+        "reduce_serial_f32p" => (Kind::Reduce, Some(F64)),
+        "reduce_serial_f32" => (Kind::Reduce, Some(F32)),
+        "reduce_serial_s32" | "reduce_serial_u32" => (Kind::Reduce, None),
         _ => return None,
     })
 }
@@ -160,6 +180,8 @@ struct Elementwise {
     push: [u32; PUSH_WORDS],
     /// A 32-bit integer result (an integer sum, a convert into s32 or u32), held as a uint.
     integer: bool,
+    /// The type its arithmetic computes in (`kind`).
+    compute: Option<Compute>,
     /// A GEMM's kernel and workgroups (its push constants are `push`).
     gemm: Option<(Arc<Pipeline>, [u32; 3])>,
 }
@@ -191,9 +213,19 @@ fn parse(command: &Command) -> Option<Elementwise> {
         }
         let operands = SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Gemm), (d.bindings[1].clone(), Access::Gemm)]);
         let gemm = Some((d.pipeline.clone(), d.groups));
-        return Some(Elementwise { kind: Kind::Gemm, op: d.pipeline.op(), n, operands, out, push: d.push, integer: false, gemm });
+        return Some(Elementwise {
+            kind: Kind::Gemm,
+            op: d.pipeline.op(),
+            n,
+            operands,
+            out,
+            push: d.push,
+            integer: false,
+            compute: None,
+            gemm,
+        });
     }
-    let kind = kind(d.name)?;
+    let (kind, compute) = kind(d.name)?;
     let pc = &d.push;
     let n = pc[0] as u64;
     let out = d.bindings.last()?.clone();
@@ -233,7 +265,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
         // Integer reductions: sums only (max and min compare by signedness, which a uint does not say).
-        Kind::Reduce if d.bindings.len() == 2 && (d.name == "reduce_serial_f32p" || d.pipeline.op() == 0) => {
+        Kind::Reduce if d.bindings.len() == 2 && (compute.is_some() || d.pipeline.op() == 0) => {
             SmallVec::from_vec(vec![(b(0), Access::Reduced)])
         }
         _ => return None,
@@ -241,10 +273,10 @@ fn parse(command: &Command) -> Option<Elementwise> {
     let op = d.pipeline.op();
     let integer = match kind {
         Kind::Convert => op % 16 != 0,
-        Kind::Reduce => d.name != "reduce_serial_f32p",
+        Kind::Reduce => compute.is_none(),
         _ => false,
     };
-    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer, gemm: None })
+    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer, compute, gemm: None })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -298,11 +330,7 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
             }
             let members = run(&commands, &parsed, &levels, &placed, i, &readers, escapes);
             let run: Vec<&Elementwise> = members.iter().filter_map(|&k| parsed[k].as_ref()).collect();
-            // The generated kernel computes in f64: fused where f32 does (f32p arithmetic in the
-            // run, or the precise policy on), never on a device without f64.
-            let f64_device =
-                crate::policy::precise_f32() || run.iter().any(|e| matches!(e.kind, Kind::Unary | Kind::Binary));
-            if members.len() < 2 || !f64_device {
+            if members.len() < 2 {
                 continue;
             }
             if let Ok(command) = fused_command(&run, &readers, escapes) {
@@ -373,6 +401,8 @@ fn run(
     // those after it (an epilogue) on its outputs.
     let mut space = first.n;
     let mut reduce_at = (first.kind == Kind::Reduce).then_some(0);
+    // The type the run's arithmetic computes in, once a member says.
+    let mut compute = first.compute;
     // What the commands passed over read and write.
     let (mut passed_reads, mut passed_writes) = (HashSet::new(), HashSet::new());
     let mut passed = 0;
@@ -407,6 +437,9 @@ fn run(
                 && next.push[0] as u64 * next.push[1] as u64 == space
                 && visits_once(&next.push, space);
             if (reduces && !takes_prologue) || (!reduces && next.n != space) {
+                return None;
+            }
+            if compute.is_some() && next.compute.is_some() && next.compute != compute {
                 return None;
             }
             let independent = reads.iter().all(|r| !passed_writes.contains(r))
@@ -446,11 +479,11 @@ fn run(
                 && !delays
                 && new_externals.len() <= MAX_INPUTS
                 && outputs(&new_members, &new_inner, readers, escapes).len() <= MAX_OUTPUTS)
-                .then_some((new_externals, new_inner, new_members, new_ready))
+                .then_some((new_externals, new_inner, new_members, new_ready, compute.or(next.compute)))
         });
         match joined {
             Some(state) => {
-                (externals, inner_reads, members, ready) = state;
+                (externals, inner_reads, members, ready, compute) = state;
                 if parsed[k].as_ref().is_some_and(|e| e.kind == Kind::Reduce) {
                     reduce_at = Some(run.len());
                     space = parsed[k].as_ref().map_or(space, |e| e.n);
@@ -538,6 +571,8 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         }
     }
     let written = outputs(&members, &inner_reads, readers, escapes);
+    // Members that compute nothing type-dependent alone need no f64 (a device may lack it).
+    let defines = run.iter().find_map(|e| e.compute).unwrap_or(Compute::F32).defines();
     // Buffers read from memory: (buffer, the GLSL type of its elements).
     let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
     let mut results: HashMap<u64, usize> = HashMap::new();
@@ -640,10 +675,10 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         let _ = writeln!(body, "    o{j}[i] = {};", store(run[k], k));
     }
     if let Some((gemm, groups)) = &run[0].gemm {
-        return gemm_command(run, gemm, *groups, inputs, &written, &body);
+        return gemm_command(run, gemm, *groups, defines, inputs, &written, &body);
     }
     let mut source = String::from("#version 450\n");
-    source.push_str(DEFINES);
+    source.push_str(defines);
     source.push_str(INCLUDES);
     if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce && !e.integer) {
         let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
@@ -695,12 +730,13 @@ fn declare_buffers(source: &mut String, run: &[&Elementwise], first: usize, inpu
 /// storing each result through `epilogue(i, v)`, the run's other members at result index i
 /// (`body`, which writes the results in `written`). Bindings: the GEMM's operands (0 and 1),
 /// then the epilogue's inputs and results; push constants and workgroups the GEMM's. The
-/// epilogue is declared first, under the element-wise kernels' defines (f32 computed in f64),
-/// then those defines give way to the GEMM's: each part computes exactly as its own kernel.
+/// epilogue is declared first, under its element-wise kernels' `defines`, then those defines give
+/// way to the GEMM's: each part computes exactly as its own kernel.
 fn gemm_command(
     run: &[&Elementwise],
     gemm: &Arc<Pipeline>,
     groups: [u32; 3],
+    defines: &str,
     inputs: Vec<(Subbuffer<[u8]>, &'static str)>,
     written: &[usize],
     body: &str,
@@ -708,11 +744,11 @@ fn gemm_command(
     let built = gemm.kernel();
     let gemm_source = built.source.strip_prefix("#version 450\n").ok_or_else(|| Error::Vulkan("a GEMM source without its version line".into()))?;
     let mut source = String::from("#version 450\n");
-    source.push_str(DEFINES);
+    source.push_str(defines);
     source.push_str(INCLUDES);
     declare_buffers(&mut source, run, 2, &inputs, written);
     source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\n");
-    source.push_str("void epilogue_init() {\n  load_math_tables();\n}\n");
+    source.push_str("void epilogue_init() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n}\n");
     source.push_str("void epilogue(uint i, T v) {\n");
     source.push_str(body);
     source.push_str("}\n#undef W\n#undef PRECISE\n#undef MATH64\n#undef STORE_C\n");
