@@ -50,15 +50,15 @@ void main() {
   ACC acc = identity();
 #ifdef T4
   // Contiguous and 16-byte aligned (uniform per workgroup): each thread folds vectors of 4,
-  // their elements in order (vectors lid, lid + WG, ...).
+  // their elements in order (vectors lid, lid + WG, ...), four vectors' loads in flight.
   if (red_rank == 1u && pc[23] == 1u && (base & 3u) == 0u && (limit & 3u) == 0u) {
     uint first = base / 4u, vectors = limit / 4u, r = lid;
-    for (; r + WG < vectors; r += 2u * WG) {  // two loads in flight, folded in order
-      T4 v = x4[first + r], w = x4[first + r + WG];
-      acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
-      acc = combine(combine(combine(combine(acc, ACC(w.x)), ACC(w.y)), ACC(w.z)), ACC(w.w));
+    for (; r + 3u * WG < vectors; r += 4u * WG) {
+      T4 v[4] = T4[4](x4[first + r], x4[first + r + WG], x4[first + r + 2u * WG], x4[first + r + 3u * WG]);
+      for (int q = 0; q < 4; ++q)
+        acc = combine(combine(combine(combine(acc, ACC(v[q].x)), ACC(v[q].y)), ACC(v[q].z)), ACC(v[q].w));
     }
-    if (r < vectors) {
+    for (; r < vectors; r += WG) {
       T4 v = x4[first + r];
       acc = combine(combine(combine(combine(acc, ACC(v.x)), ACC(v.y)), ACC(v.z)), ACC(v.w));
     }
