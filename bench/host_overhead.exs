@@ -1,5 +1,6 @@
 # Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised),
-# then flushes once. Prints us per op for whole backend calls and for the bare NIFs: first with
+# then flushes once. Prints us per op for Nx's front end alone (a backend that does nothing), for
+# whole backend calls and for the bare NIFs: first with
 # every result kept alive (each op allocates a fresh buffer), then in a steady state where each
 # result is dropped at once (buffers come back through the pool, as in a training loop).
 #
@@ -29,7 +30,22 @@ run = fn name, f ->
   )
 end
 
+# Nx's own front end (type and shape inference, broadcasting) with a backend that does nothing:
+# the floor under any backend's eager op, beside which the rows above are ours.
+defmodule HostOverhead.NullBackend do
+  defstruct []
+  def add(out, _a, _b), do: out
+  def exp(out, _a), do: out
+end
+
+null = %{
+  Nx.iota({4}, type: :f32, backend: Nx.BinaryBackend)
+  | data: struct(HostOverhead.NullBackend)
+}
+
 ops = [
+  {"Nx.add (no backend)", fn -> Nx.add(null, null) end},
+  {"Nx.exp (no backend)", fn -> Nx.exp(null) end},
   {"Nx.add (backend)", fn -> Nx.add(a, b) end},
   {"Nx.exp (backend)", fn -> Nx.exp(a) end},
   {"binary_op NIF", fn -> Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4]) end},
