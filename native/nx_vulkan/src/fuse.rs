@@ -39,6 +39,14 @@ use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
 /// NXV_GEMM_EPILOGUE=0 (read once) leaves GEMMs out of fusion (to measure what epilogues save).
 static EPILOGUES_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_GEMM_EPILOGUE").is_ok_and(|v| v == "0"));
+/// NXV_REDUCE_PROLOGUES (read once): `1` fuses reduction prologues on GPUs too, `0` on no device
+/// (default: CPU devices only; `run` says why).
+static PROLOGUES: Lazy<Option<bool>> =
+    Lazy::new(|| std::env::var("NXV_REDUCE_PROLOGUES").ok().and_then(|v| match v.as_str() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
 /// The most ops in one fused kernel, and the most results it writes.
@@ -432,7 +440,7 @@ fn run(
             // and compiler_test's prologue case still differs on the H200 (its {12, 40, 5}
             // result), while it passes on lavapipe in the GPU class.
             let takes_prologue = reduces
-                && crate::policy::cpu_device()
+                && PROLOGUES.unwrap_or_else(crate::policy::cpu_device)
                 && reduce_at.is_none()
                 && next.push[0] as u64 * next.push[1] as u64 == space
                 && visits_once(&next.push, space);
