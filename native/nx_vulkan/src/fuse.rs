@@ -438,7 +438,10 @@ fn run(
             // unfused kernels (not yet pinned down). Measured again at 4339bda (one call, GEMM
             // epilogues on): 17 dispatches instead of 22 but 75.9 against 66.6 GPU us per step,
             // and compiler_test's prologue case still differs on the H200 (its {12, 40, 5}
-            // result), while it passes on lavapipe in the GPU class.
+            // result), while it passes on lavapipe in the GPU class. Again at 1c4d9a3
+            // (NXV_REDUCE_PROLOGUES=1, with every op and the fold's combine `precise`, so not a
+            // contraction): 16 dispatches against 21, 76.4 against 66.8 GPU us, the same case
+            // differs.
             let takes_prologue = reduces
                 && PROLOGUES.unwrap_or_else(crate::policy::cpu_device)
                 && reduce_at.is_none()
