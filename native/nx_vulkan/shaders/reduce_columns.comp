@@ -24,7 +24,7 @@ layout(set = 0, binding = 1) restrict writeonly buffer Y { ACC y[]; };
 #define STORE(v) (v)
 #else
 layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
-#define STORE(v) T(v)
+#define STORE(v) REDUCED(v)
 #endif
 shared ACC partial[8][32];
 

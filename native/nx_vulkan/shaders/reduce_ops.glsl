@@ -12,6 +12,15 @@ ACC highest() { return ACC(uintBitsToFloat(0x7f800000u)); }
 #define IS_NAN(v) isnan(v)
 #endif
 
+// A reduction's result as stored: a NaN as the positive quiet NaN (common.glsl's CANONICAL_NAN),
+// as the element-wise kernels store theirs, whatever NaN the device's conversion makes (the H200
+// turns a NaN double into 0x7FFFFFFF where lavapipe keeps 0x7FC00000).
+#ifdef IS_INT
+#define REDUCED(v) T(v)
+#else
+#define REDUCED(v) CANONICAL_NAN(T, v)
+#endif
+
 ACC identity() {
   switch (OP) {
     case 0: return ACC(0);

@@ -37,5 +37,5 @@ void main() {
       acc = combine(acc, ACC(x[strided(r, red_rank, 17, 23, base)]));
     }
   }
-  y[o] = T(acc);
+  y[o] = REDUCED(acc);
 }

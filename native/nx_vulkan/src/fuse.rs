@@ -652,7 +652,7 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
                         "ACC",
                         "identity()".into(),
                         format!("combine(a{k}, ACC({}))", args[0]),
-                        format!("T t{k} = T(a{k});"),
+                        format!("T t{k} = REDUCED(a{k});"),
                     )
                 };
                 // Element r of the fold: its index j, the prologue at j, the fold. With one reduced
