@@ -82,6 +82,35 @@ defmodule Nx.Vulkan.ReduceDotTest do
       assert_device(&Nx.reduce_max(&1, axes: [1]), [t])
       assert_device(&Nx.reduce_min(&1, axes: [1]), [t])
     end
+
+    # Whatever NaN a device's conversion makes (the H200 turns a NaN double into 0x7FFFFFFF), a
+    # reduction stores Nx's NaN, the positive quiet one, as element-wise ops do: through the
+    # serial, tree, split and column kernels, from NaNs of either sign.
+    test "a NaN result is the positive quiet NaN, bit for bit" do
+      nan_bits = %{
+        f32: <<0x7FC00000::32-little>>,
+        f16: <<0x7E00::16-little>>,
+        f64: <<0x7FF8000000000000::64-little>>
+      }
+
+      for type <- [:f32, :f16, :f64], {rows, cols} <- [{6, 9}, {3, 70_000}, {300, 40}] do
+        negative_nan = Nx.from_binary(<<0xFFC00000::32-little>>, :f32) |> Nx.reshape({1, 1})
+        x = random({rows, cols}, :f32, 1.0, 5) |> Nx.put_slice([1, 2], negative_nan)
+
+        x =
+          Nx.put_slice(x, [2, 1], Nx.broadcast(Nx.Constants.nan(:f32), {1, 1})) |> Nx.as_type(type)
+
+        for op <- [:sum, :product, :reduce_max, :reduce_min], axes <- [[0], [1], nil] do
+          host = apply(Nx, op, [x, [axes: axes]]) |> Nx.backend_copy(Nx.BinaryBackend)
+          size = byte_size(nan_bits[type])
+          elements = for <<v::binary-size(size) <- Nx.to_binary(host)>>, do: v
+          mask = host |> Nx.is_nan() |> Nx.to_flat_list()
+          nans = for {v, 1} <- Enum.zip(elements, mask), do: v
+          assert nans != [], inspect({type, op, axes})
+          assert Enum.uniq(nans) == [nan_bits[type]], inspect({type, op, axes, Enum.uniq(nans)})
+        end
+      end
+    end
   end
 
   describe "dot" do
