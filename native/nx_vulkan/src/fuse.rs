@@ -441,7 +441,8 @@ fn run(
             // result), while it passes on lavapipe in the GPU class. Again at 1c4d9a3
             // (NXV_REDUCE_PROLOGUES=1, with every op and the fold's combine `precise`, so not a
             // contraction): 16 dispatches against 21, 76.4 against 66.8 GPU us, the same case
-            // differs.
+            // differs: only in NaN bits (the eager reduction's 0x7FFFFFFF, the fused 0x7FC00000),
+            // which reductions now store canonically (reduce_ops.glsl's REDUCED).
             let takes_prologue = reduces
                 && PROLOGUES.unwrap_or_else(crate::policy::cpu_device)
                 && reduce_at.is_none()
