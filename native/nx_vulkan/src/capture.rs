@@ -34,11 +34,7 @@ use vulkano::command_buffer::CommandBuffer;
 /// NXV_PRERECORD (read once): `0`, every replay records its commands again with the caller's
 /// buffers; `1`, every program is pre-recorded (copies around it); otherwise by size (for
 /// measuring one against the other).
-static PRERECORD: Lazy<Option<bool>> = Lazy::new(|| match std::env::var("NXV_PRERECORD").as_deref() {
-    Ok("0") => Some(false),
-    Ok("1") => Some(true),
-    _ => None,
-});
+static PRERECORD: Lazy<Option<bool>> = Lazy::new(|| crate::policy::env_switch("NXV_PRERECORD"));
 
 /// Whether a program of `commands` is pre-recorded rather than recorded again at every replay,
 /// when NXV_PRERECORD does not say. A pre-recorded replay copies its `inputs` arguments in and

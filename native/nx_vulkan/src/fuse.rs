@@ -24,6 +24,7 @@ use crate::context::ctx;
 use crate::error::{Error, Result};
 use crate::pipeline_disk_cache;
 use crate::pipelines::{self, Pipeline};
+use crate::policy::env_switch;
 use crate::queue::{handle, Command, Dispatch, PUSH_WORDS};
 use dashmap::DashMap;
 use once_cell::sync::Lazy;
@@ -36,17 +37,12 @@ use vulkano::buffer::Subbuffer;
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 
 /// NXV_FUSE=0 (read once) leaves programs unfused (and unrewritten: peephole.rs).
-pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_FUSE").is_ok_and(|v| v == "0"));
+pub(crate) static FUSE_OFF: Lazy<bool> = Lazy::new(|| env_switch("NXV_FUSE") == Some(false));
 /// NXV_GEMM_EPILOGUE=0 (read once) leaves GEMMs out of fusion (to measure what epilogues save).
-static EPILOGUES_OFF: Lazy<bool> = Lazy::new(|| std::env::var("NXV_GEMM_EPILOGUE").is_ok_and(|v| v == "0"));
+static EPILOGUES_OFF: Lazy<bool> = Lazy::new(|| env_switch("NXV_GEMM_EPILOGUE") == Some(false));
 /// NXV_REDUCE_PROLOGUES (read once): `1` fuses reduction prologues on GPUs too, `0` on no device
 /// (default: CPU devices only; `run` says why).
-static PROLOGUES: Lazy<Option<bool>> =
-    Lazy::new(|| std::env::var("NXV_REDUCE_PROLOGUES").ok().and_then(|v| match v.as_str() {
-        "1" => Some(true),
-        "0" => Some(false),
-        _ => None,
-    }));
+static PROLOGUES: Lazy<Option<bool>> = Lazy::new(|| env_switch("NXV_REDUCE_PROLOGUES"));
 /// The most buffers a fused kernel reads (push descriptors allow 32 in all on every device here).
 const MAX_INPUTS: usize = 8;
 /// The most ops in one fused kernel, and the most results it writes.

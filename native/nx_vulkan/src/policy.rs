@@ -3,6 +3,17 @@
 //! so ops, pipelines and the device NIFs can all read it without depending on each other.
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+/// A developer's on/off switch from the environment (read by the caller once): `1` on, `0` off,
+/// anything else (or unset) None, the default. For the A/B knobs of the compiler (NXV_FUSE,
+/// NXV_GEMM_EPILOGUE, NXV_REDUCE_PROLOGUES, NXV_PRERECORD).
+pub fn env_switch(name: &str) -> Option<bool> {
+    match std::env::var(name).as_deref() {
+        Ok("1") => Some(true),
+        Ok("0") => Some(false),
+        _ => None,
+    }
+}
+
 /// Whether f32/f16 element-wise math and sums route through f64 and round once (matching
 /// Nx.BinaryBackend, which computes in f64, in all but rare last-bit cases). On where f64 is
 /// fast (CPUs and data-centre GPUs) unless NXV_PRECISE says otherwise.
