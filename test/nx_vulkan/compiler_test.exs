@@ -320,10 +320,52 @@ defmodule Nx.Vulkan.CompilerTest do
 
       # Prologues fuse on CPU devices only (fuse.rs says why).
       if fuses?() and Nx.Vulkan.Device.class() == :software do
-        # Every element-wise op joined a reduction (before or after it) or the final subtract.
+        # Every element-wise op joined a reduction (before or after it) or the final subtract,
+        # in kernels of their own or merged into one of small stages.
         kinds = Enum.frequencies(info.kernels)
-        assert Map.keys(kinds) == ["fused_elementwise"], inspect(info.kernels)
+
+        assert (Map.keys(kinds) -- ["merged_stages"]) in [["fused_elementwise"], []],
+               inspect(info.kernels)
+
         assert info.fused_ops >= 17
+      end
+    end
+
+    test "small stages of consecutive levels run in one workgroup's kernel, bit for bit" do
+      # A loss and its gradient over a batch's classes: a dozen small commands in a row (max,
+      # shift, exp, sum, log, the labels' product, the row sums, the mean and the backward
+      # chain), where each dispatch would cost more than its work. A cumulative sum (pads whose
+      # fill and interior are separate writes of one buffer) and a chain over 64 x 64 elements
+      # (past the size a stage may have) ride along.
+      f = fn logits, labels, v, big ->
+        shifted = Nx.subtract(logits, Nx.reduce_max(logits, axes: [1], keep_axes: true))
+        sums = shifted |> Nx.exp() |> Nx.sum(axes: [1], keep_axes: true)
+        log_probs = Nx.subtract(shifted, Nx.log(sums))
+        loss = labels |> Nx.multiply(log_probs) |> Nx.sum(axes: [1]) |> Nx.mean() |> Nx.negate()
+        grad = log_probs |> Nx.exp() |> Nx.subtract(labels) |> Nx.divide(32)
+        sin_big = big |> Nx.sin() |> Nx.multiply(big)
+        {loss, grad, Nx.sum(grad, axes: [0]), Nx.cumulative_sum(v), sin_big}
+      end
+
+      labels = Nx.iota({32, 10}, axis: 1) |> Nx.equal(Nx.iota({32, 1}) |> Nx.remainder(10))
+      labels = Nx.as_type(labels, :f32)
+
+      args =
+        for seed <- [61, 62] do
+          logits = with_specials(random({1, 32, 10}, :f32, 6.0, seed), [0, 3, 2])
+          [Nx.reshape(logits, {32, 10}), labels, random({7}, :f32, 3.0, seed), random({64, 64})]
+        end
+
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+
+      if fuses?() and System.get_env("NXV_MERGE") != "0" do
+        assert info.merged_kernels >= 1, inspect(info)
+        assert info.merged_commands >= 8, inspect(info)
+        # The 64 x 64 chain keeps its own kernel.
+        assert "fused_elementwise" in info.kernels, inspect(info.kernels)
+      else
+        assert info.merged_kernels == 0
       end
     end
 
@@ -902,7 +944,14 @@ defmodule Nx.Vulkan.CompilerTest do
       assert kernels >= 1 == fuses?()
       assert info.folded_transposes == 2
       # (On CPU devices a flat whole-buffer copy is a transfer command, not a dispatch.)
-      if fuses?(), do: assert(info.commands == 48 - 2 - ops + kernels)
+      # Merged kernels (small stages of consecutive levels in one workgroup) replace commands too.
+      if fuses?(),
+        do:
+          assert(
+            info.commands ==
+              48 - 2 - ops + kernels - info.merged_commands + info.merged_kernels
+          )
+
       assert info.barriers < info.barriers_in_capture_order
     end
 

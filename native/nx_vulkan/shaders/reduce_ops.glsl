@@ -1,4 +1,4 @@
-// Shared by reduce.comp and reduce_serial.comp: identity and combine for OP (0 sum, 1 product,
+// Shared by the reduction kernels and fuse.rs's generated ones: identity and combine for OP (0 sum, 1 product,
 // 2 max, 3 min) over the accumulator type ACC; NaN propagates through max and min. combine is
 // `precise`: a fused prologue's multiply is never contracted into the fold's add (unary_ops.glsl).
 #ifdef IS_INT
@@ -21,8 +21,10 @@ ACC highest() { return ACC(uintBitsToFloat(0x7f800000u)); }
 #define REDUCED(v) CANONICAL_NAN(T, v)
 #endif
 
-ACC identity() {
-  switch (OP) {
+// By op code, for generated kernels that fold with several ops (fuse.rs); identity() and
+// combine() are OP's.
+ACC identity_of(uint op) {
+  switch (op) {
     case 0: return ACC(0);
     case 1: return ACC(1);
     case 2: return lowest();
@@ -30,11 +32,14 @@ ACC identity() {
   }
 }
 
-precise ACC combine(ACC u, ACC v) {
-  switch (OP) {
+precise ACC combine_of(uint op, ACC u, ACC v) {
+  switch (op) {
     case 0: return u + v;
     case 1: return u * v;
     case 2: return (IS_NAN(u) || IS_NAN(v)) ? u + v : max(u, v);
     default: return (IS_NAN(u) || IS_NAN(v)) ? u + v : min(u, v);
   }
 }
+
+ACC identity() { return identity_of(OP); }
+precise ACC combine(ACC u, ACC v) { return combine_of(OP, u, v); }

@@ -292,6 +292,8 @@ pub struct Program {
     barriers: (usize, usize),
     /// Fused kernels, and the dispatches they replaced (fuse.rs).
     fused: (usize, usize),
+    /// Merged kernels of small stages, and the commands they replaced (fuse.rs's `merge`).
+    merged: (usize, usize),
     /// Transposing copies folded into the GEMMs they read (peephole.rs).
     folded_transposes: usize,
 }
@@ -334,7 +336,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes, fused_kernels, fused_ops, folded_transposes, kernels
+        replay_copies, buffers, bytes, fused_kernels, fused_ops, merged_kernels, merged_commands, folded_transposes, kernels
     }
 }
 
@@ -425,7 +427,10 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
     let (commands, folded_transposes) = crate::peephole::fold_transposed_gemms(std::mem::take(&mut state.commands), &escapes);
     let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(commands, &escapes);
-    let barriers_in_capture_order = queue::barriers_needed(&fused_list);
+    // In captured order (fused, not yet merged: merging orders commands by level).
+    let barriers_in_capture_order =
+        queue::barriers_needed(&fused_list.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
+    let (fused_list, merged_kernels, merged_commands) = crate::fuse::merge(fused_list);
     let (commands, levels) = by_level(fused_list);
     // What a replay's caller sees or the program keeps between replays keeps its own buffer.
     let keep: HashSet<u64> =
@@ -466,6 +471,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         replaying: Mutex::new(()),
         barriers: (0, barriers_in_capture_order),
         fused: (fused_kernels, fused_ops),
+        merged: (merged_kernels, merged_commands),
         folded_transposes,
     };
     let program =
@@ -489,27 +495,7 @@ fn capture_cancel(env: Env) -> rustler::Atom {
 /// command of a chain-ordered capture (a barrier costs ~2 us on the H200, as much as a small
 /// dispatch). Each command still computes from the same values, so results do not change.
 fn by_level(commands: Vec<Command>) -> (Vec<Command>, Vec<usize>) {
-    let mut written_at: HashMap<u64, usize> = HashMap::new();
-    let mut read_at: HashMap<u64, usize> = HashMap::new();
-    let mut levels = Vec::with_capacity(commands.len());
-    for command in &commands {
-        let (reads, writes) = command.accesses();
-        let after = |at: Option<&usize>| at.map_or(0, |l| l + 1);
-        let level = reads
-            .iter()
-            .map(|r| after(written_at.get(r)))
-            .chain(writes.iter().flat_map(|w| [after(written_at.get(w)), after(read_at.get(w))]))
-            .max()
-            .unwrap_or(0);
-        for r in reads {
-            let at = read_at.entry(r).or_insert(level);
-            *at = (*at).max(level);
-        }
-        for w in writes {
-            written_at.insert(w, level);
-        }
-        levels.push(level);
-    }
+    let levels = queue::levels(&commands);
     let mut ordered: Vec<(usize, Command)> = levels.into_iter().zip(commands).collect();
     ordered.sort_by_key(|(level, _)| *level);
     ordered.into_iter().map(|(level, c)| (c, level)).unzip()
@@ -724,6 +710,8 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::prerecorded(), p.prerecorded.encode(env)),
         (atoms::fused_kernels(), p.fused.0.encode(env)),
         (atoms::fused_ops(), p.fused.1.encode(env)),
+        (atoms::merged_kernels(), p.merged.0.encode(env)),
+        (atoms::merged_commands(), p.merged.1.encode(env)),
         (atoms::folded_transposes(), p.folded_transposes.encode(env)),
         (atoms::replay_copies(), replay_copies.encode(env)),
         (atoms::buffers(), p._held.len().encode(env)),

@@ -174,6 +174,7 @@ enum Access {
 
 /// One element-wise dispatch, read back from its push constants (the headers of unary.comp,
 /// binary.comp and select.comp give the layouts).
+#[derive(Clone)]
 struct Elementwise {
     kind: Kind,
     op: u32,
@@ -306,9 +307,9 @@ fn strided(offset: i64, dims: &[u64], strides: &[i64]) -> Access {
 /// commands further on when it depends on none of the commands it then passes, and none of them
 /// touches what it writes (capture order interleaves independent chains: a reduction's between a
 /// comparison and the cast of its result, say).
-pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, usize, usize) {
+pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<(Command, Option<Stage>)>, usize, usize) {
     if *FUSE_OFF {
-        return (commands, 0, 0);
+        return (commands.into_iter().map(|c| (c, None)).collect(), 0, 0);
     }
     // How many commands read each buffer: an intermediate only its run reads need not be written.
     let mut readers: HashMap<u64, usize> = HashMap::new();
@@ -317,11 +318,11 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
             *readers.entry(r).or_default() += 1;
         }
     }
-    let parsed: Vec<Option<Elementwise>> = commands.iter().map(parse).collect();
+    let mut parsed: Vec<Option<Elementwise>> = commands.iter().map(parse).collect();
     let levels = written_levels(&commands);
     // Where the kernel of each fused command goes: its run's first member's place.
     let mut placed: Vec<Option<usize>> = vec![None; commands.len()];
-    let mut kernels_at: HashMap<usize, Command> = HashMap::new();
+    let mut kernels_at: HashMap<usize, (Command, Option<Stage>)> = HashMap::new();
     let (mut kernels, mut replaced) = (0, 0);
     let is_gemm = |i: usize| parsed[i].as_ref().is_some_and(|e| e.kind == Kind::Gemm);
     // GEMMs first: the ops on a GEMM's result become its epilogue even where capture order put
@@ -337,8 +338,8 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
             if members.len() < 2 {
                 continue;
             }
-            if let Ok(command) = fused_command(&run, &readers, escapes) {
-                kernels_at.insert(i, command);
+            if let Ok(kernel) = fused_command(&run, &readers, escapes) {
+                kernels_at.insert(i, kernel);
                 kernels += 1;
                 replaced += members.len();
                 for k in members {
@@ -351,11 +352,156 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<Command>, us
     for (i, command) in commands.into_iter().enumerate() {
         match kernels_at.remove(&i) {
             Some(kernel) => out.push(kernel),
-            None if placed[i].is_none() => out.push(command),
+            // An op left alone is a run of one for `merge` (a GEMM's is not).
+            None if placed[i].is_none() => {
+                let alone = parsed[i].take().filter(|e| e.kind != Kind::Gemm);
+                out.push((command, alone.map(|e| Stage { members: vec![e], written: vec![0] })));
+            }
             None => {}
         }
     }
     (out, kernels, replaced)
+}
+
+/// NXV_MERGE=0 (read once) leaves the small commands of a program in their own dispatches.
+static MERGE_OFF: Lazy<bool> = Lazy::new(|| env_switch("NXV_MERGE") == Some(false));
+/// The largest index space (elements, or a reduction's outputs) of a merged stage, and the most
+/// elements its reductions fold: one workgroup then takes about as long as a dispatch costs.
+const MERGE_ELEMENTS: u64 = 2048;
+const MERGE_FOLDS: u64 = 16384;
+/// The most stages in a merged kernel, and the most buffers it binds (push descriptors: 32).
+const MERGE_STAGES: usize = 32;
+const MERGE_BINDINGS: usize = 32;
+
+/// Merges small element-wise kernels and serial reductions (`Stage`s) of consecutive dependency
+/// levels into one kernel of one workgroup that runs them in turn, a workgroup barrier between
+/// stages. A small command costs a GPU a dispatch and a barrier (2-5 us on the H200) for well
+/// under a microsecond of work; a loss and its gradient (log-softmax over a batch's classes, say)
+/// are a dozen such in a row. Each stage computes as its own kernel does (the same generated
+/// code, an invocation per result), so results are bit for bit the unmerged program's; what
+/// goes is the launches and the barriers between them. Returns the commands and how many merged
+/// kernels replaced how many commands. A group that fails to compile stays unmerged.
+///
+/// A stage joins a group only if every command it depends on is a member or at a level below the
+/// group's first: then no other command lies between two members, and the merged kernel can
+/// take its first member's place in level order.
+pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, usize) {
+    let (commands, stages): (Vec<Command>, Vec<Option<Stage>>) = commands.into_iter().unzip();
+    if *MERGE_OFF || *FUSE_OFF {
+        return (commands, 0, 0);
+    }
+    let levels = crate::queue::levels(&commands);
+    let mut order: Vec<usize> = (0..commands.len()).collect();
+    order.sort_by_key(|&i| levels[i]);
+    let depends = dependencies(&commands);
+    let small = |i: usize| stages[i].as_ref().filter(|s| s.small());
+    let mut grouped = vec![false; commands.len()];
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (at, &first) in order.iter().enumerate() {
+        let Some(stage) = small(first).filter(|_| !grouped[first]) else { continue };
+        let start = levels[first];
+        let mut compute = stage.compute();
+        let (reads, writes) = commands[first].accesses();
+        let mut bound: HashSet<u64> = reads.into_iter().chain(writes).collect();
+        let mut members = vec![first];
+        for &next in &order[at + 1..] {
+            let Some(stage) = small(next).filter(|_| !grouped[next] && members.len() < MERGE_STAGES) else { continue };
+            let (reads, writes) = commands[next].accesses();
+            let ready = depends[next].iter().all(|d| members.contains(d) || levels[*d] < start);
+            let same_type = compute.is_none() || stage.compute().is_none() || stage.compute() == compute;
+            let more = reads.iter().chain(&writes).filter(|h| !bound.contains(h)).collect::<HashSet<_>>().len();
+            if ready && same_type && bound.len() + more <= MERGE_BINDINGS {
+                compute = compute.or(stage.compute());
+                bound.extend(reads.into_iter().chain(writes));
+                members.push(next);
+            }
+        }
+        if members.len() > 1 {
+            members.iter().for_each(|&m| grouped[m] = true);
+            groups.push(members);
+        }
+    }
+    let mut merged: HashMap<usize, Command> = HashMap::new();
+    let (mut kernels, mut replaced) = (0, 0);
+    for members in groups {
+        let group: Vec<&Stage> = members.iter().filter_map(|&m| stages[m].as_ref()).collect();
+        match merged_command(&group) {
+            Ok(command) => {
+                kernels += 1;
+                replaced += members.len();
+                merged.insert(members[0], command);
+            }
+            Err(_) => members.iter().for_each(|&m| grouped[m] = false),
+        }
+    }
+    let mut commands: Vec<Option<Command>> = commands.into_iter().map(Some).collect();
+    let out = order
+        .into_iter()
+        .filter_map(|i| match merged.remove(&i) {
+            Some(kernel) => Some(kernel),
+            None if grouped[i] => None,
+            None => commands[i].take(),
+        })
+        .collect();
+    (out, kernels, replaced)
+}
+
+/// The commands each command depends on (queue.rs's `levels` counts the same): the last to write
+/// what it reads, and the last to write and those since to read what it writes (a buffer may be
+/// written by several: a pad's fill, then its interior).
+fn dependencies(commands: &[Command]) -> Vec<SmallVec<[usize; 4]>> {
+    let mut last_writer: HashMap<u64, usize> = HashMap::new();
+    let mut readers_since: HashMap<u64, SmallVec<[usize; 4]>> = HashMap::new();
+    let mut depends = Vec::with_capacity(commands.len());
+    for (i, command) in commands.iter().enumerate() {
+        let (reads, writes) = command.accesses();
+        let mut on: SmallVec<[usize; 4]> = reads.iter().filter_map(|r| last_writer.get(r)).copied().collect();
+        for w in &writes {
+            on.extend(last_writer.get(w).copied());
+            on.extend(readers_since.remove(w).unwrap_or_default());
+        }
+        for r in reads {
+            readers_since.entry(r).or_default().push(i);
+        }
+        for w in writes {
+            last_writer.insert(w, i);
+        }
+        depends.push(on);
+    }
+    depends
+}
+
+/// One dispatch of one workgroup running `stages` in turn.
+fn merged_command(stages: &[&Stage]) -> Result<Command> {
+    let mut bindings = Bindings::default();
+    let mut main = String::new();
+    for stage in stages {
+        let body = stage.body(&mut bindings)?;
+        let _ = write!(
+            main,
+            "  for (uint i = gl_LocalInvocationIndex; i < {}u; i += gl_WorkGroupSize.x) {{\n{body}  }}\n  \
+             memoryBarrierBuffer();\n  barrier();\n",
+            stage.n()
+        );
+    }
+    let mut source = String::from("#version 450\n");
+    source.push_str(defines(stages.iter().flat_map(|s| &s.members)));
+    source.push_str(INCLUDES);
+    source.push_str("layout(local_size_x_id = 3) in;\n");
+    bindings.declare(&mut source, 0, true);
+    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    source.push_str(&main);
+    source.push_str("}\n");
+    let pipeline = kernel("merged_stages", &source, 0)?;
+    let (bindings, writes) = bindings.buffers();
+    Ok(Command::Dispatch(Dispatch {
+        name: "merged_stages",
+        pipeline,
+        bindings,
+        push: [0; PUSH_WORDS],
+        groups: [1, 1, 1],
+        writes,
+    }))
 }
 
 /// The dependency level (as capture.rs's, over the unfused commands) at which each buffer is
@@ -568,8 +714,100 @@ fn outputs(
         .collect()
 }
 
-/// One dispatch of the generated kernel for `run`.
-fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &HashSet<u64>) -> Result<Command> {
+/// The buffers a generated kernel binds: those it only reads (`in{k}`), then those it writes
+/// (`o{j}`, its last bindings, as queue.rs's `accesses` reads a dispatch), each once with the
+/// GLSL type of its elements. A merged kernel's later stages read what earlier ones wrote
+/// through the written binding.
+#[derive(Default)]
+struct Bindings {
+    reads: Vec<(Subbuffer<[u8]>, &'static str)>,
+    writes: Vec<(Subbuffer<[u8]>, &'static str)>,
+}
+
+impl Bindings {
+    /// The GLSL name of `buffer` read as `ty`.
+    fn read(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str) -> Result<String> {
+        let h = handle(buffer);
+        if let Some(j) = self.writes.iter().position(|(b, _)| handle(b) == h) {
+            // A written buffer has one binding (so that the barrier between a merged kernel's
+            // stages covers its every access), so one type.
+            return match self.writes[j].1 == ty {
+                true => Ok(format!("o{j}")),
+                false => Err(Error::Vulkan(format!("a kernel reads its {} result as {ty}", self.writes[j].1))),
+            };
+        }
+        if let Some(k) = self.reads.iter().position(|(b, t)| handle(b) == h && *t == ty) {
+            return Ok(format!("in{k}"));
+        }
+        self.reads.push((buffer.clone(), ty));
+        Ok(format!("in{}", self.reads.len() - 1))
+    }
+
+    /// The GLSL name of `buffer` written as `ty`.
+    fn write(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str) -> Result<String> {
+        let h = handle(buffer);
+        if self.reads.iter().any(|(b, _)| handle(b) == h) {
+            return Err(Error::Vulkan("a kernel writes a buffer it read before".into()));
+        }
+        self.writes.push((buffer.clone(), ty));
+        Ok(format!("o{}", self.writes.len() - 1))
+    }
+
+    /// The declarations, from binding `first`. Reads are read-only; writes write-only, or
+    /// `coherent` where a merged kernel's later stages read them (after a barrier).
+    fn declare(&self, source: &mut String, first: usize, coherent: bool) {
+        for (k, (_, t)) in self.reads.iter().enumerate() {
+            let _ = writeln!(source, "layout(set = 0, binding = {}) readonly buffer I{k} {{ {t} in{k}[]; }};", first + k);
+        }
+        let access = if coherent { "coherent" } else { "writeonly" };
+        for (j, (_, t)) in self.writes.iter().enumerate() {
+            let binding = first + self.reads.len() + j;
+            let _ = writeln!(source, "layout(set = 0, binding = {binding}) {access} buffer O{j} {{ {t} o{j}[]; }};");
+        }
+    }
+
+    fn buffers(self) -> (SmallVec<[Subbuffer<[u8]>; 4]>, usize) {
+        let writes = self.writes.len();
+        (self.reads.into_iter().chain(self.writes).map(|(b, _)| b).collect(), writes)
+    }
+}
+
+/// A generated element-wise kernel's run, kept for `merge`: its members and those whose results
+/// it writes (by position in the run).
+pub struct Stage {
+    members: Vec<Elementwise>,
+    written: Vec<usize>,
+}
+
+impl Stage {
+    /// Its index space: the element count, or a reduction's output count.
+    fn n(&self) -> u64 {
+        self.members.last().map_or(0, |e| e.n)
+    }
+
+    fn compute(&self) -> Option<Compute> {
+        self.members.iter().find_map(|e| e.compute)
+    }
+
+    /// Small enough that one workgroup runs it in about the time a dispatch costs.
+    fn small(&self) -> bool {
+        let folds = self.members.iter().filter(|e| e.kind == Kind::Reduce).map(|e| e.n * e.push[1] as u64).max();
+        (1..=MERGE_ELEMENTS).contains(&self.n()) && folds.unwrap_or(0) <= MERGE_FOLDS
+    }
+
+    /// The GLSL that computes the run at index `i`, reading and writing through `bindings`.
+    fn body(&self, bindings: &mut Bindings) -> Result<String> {
+        let run: Vec<&Elementwise> = self.members.iter().collect();
+        run_body(&run, &self.written, bindings)
+    }
+}
+
+/// One dispatch of the generated kernel for `run`, and the run as a `Stage` (not for a GEMM's).
+fn fused_command(
+    run: &[&Elementwise],
+    readers: &HashMap<u64, usize>,
+    escapes: &HashSet<u64>,
+) -> Result<(Command, Option<Stage>)> {
     let last = run.last().expect("a run is not empty");
     let members: Vec<u64> = run.iter().map(|e| handle(&e.out)).collect();
     let mut inner_reads: HashMap<u64, usize> = HashMap::new();
@@ -579,11 +817,48 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
         }
     }
     let written = outputs(&members, &inner_reads, readers, escapes);
-    // Members that compute nothing type-dependent alone need no f64 (a device may lack it).
-    let defines = run.iter().find_map(|e| e.compute).unwrap_or(Compute::F32).defines();
-    // Buffers read from memory: (buffer, the GLSL type of its elements).
-    let mut inputs: Vec<(Subbuffer<[u8]>, &'static str)> = Vec::new();
+    let defines = defines(run.iter().copied());
+    let mut bindings = Bindings::default();
+    let body = run_body(run, &written, &mut bindings)?;
+    if let Some((gemm, groups)) = &run[0].gemm {
+        return Ok((gemm_command(run, gemm, *groups, defines, bindings, &body)?, None));
+    }
+    let mut source = String::from("#version 450\n");
+    source.push_str(defines);
+    source.push_str(INCLUDES);
+    source.push_str("layout(local_size_x_id = 3) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
+    bindings.declare(&mut source, 0, false);
+    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
+    source.push_str(&body);
+    source.push_str("  }\n}\n");
+    let pipeline = kernel("fused_elementwise", &source, 0)?;
+    let per = pipeline.per_invocation as u64;
+    let (bindings, writes) = bindings.buffers();
+    let mut push = [0; PUSH_WORDS];
+    push[0] = last.n as u32;
+    let command = Command::Dispatch(Dispatch {
+        name: "fused_elementwise",
+        pipeline,
+        bindings,
+        push,
+        groups: crate::ops::elementwise_groups(last.n.div_ceil(per)),
+        writes,
+    });
+    Ok((command, Some(Stage { members: run.iter().map(|&e| e.clone()).collect(), written })))
+}
+
+/// The defines of the type members' arithmetic computes in (members that compute nothing
+/// type-dependent alone need no f64: a device may lack it).
+fn defines<'e>(members: impl IntoIterator<Item = &'e Elementwise>) -> &'static str {
+    members.into_iter().find_map(|e| e.compute).unwrap_or(Compute::F32).defines()
+}
+
+/// The GLSL statements of `run` at result index `i`, writing the members in `written`.
+fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) -> Result<String> {
     let mut results: HashMap<u64, usize> = HashMap::new();
+    // Each written member's output name.
+    let mut outputs: HashMap<usize, String> = HashMap::new();
     // A reduction's prologue evaluates at the input element `j` it folds, inside its loop; the
     // reduction and its epilogue at the output element `i`.
     let reduce_at = run.iter().position(|e| e.kind == Kind::Reduce);
@@ -618,12 +893,9 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
                 Kind::Reduce if e.integer => "uint",
                 _ => "T",
             };
-            let x = inputs.iter().position(|(x, t)| handle(x) == h && *t == ty).unwrap_or_else(|| {
-                inputs.push((b.clone(), ty));
-                inputs.len() - 1
-            });
+            let name = bindings.read(b, ty)?;
             // A reduction reads its input element j (its loop's index).
-            let read = format!("in{x}[{}]", index(access, if e.kind == Kind::Reduce { "j" } else { at_index }));
+            let read = format!("{name}[{}]", index(access, if e.kind == Kind::Reduce { "j" } else { at_index }));
             args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
         }
         let line = match e.kind {
@@ -638,115 +910,89 @@ fn fused_command(run: &[&Elementwise], readers: &HashMap<u64, usize>, escapes: &
             Kind::Copy => format!("T t{k} = {};", args[0]),
             // The GEMM's result as it would store it: the epilogue's argument, rounded to T.
             Kind::Gemm => format!("T t{k} = v;"),
-            // As reduce_serial.comp, over the push constants (its layout) the kernel takes: its
-            // reduced elements folded in order, each computed by the prologue first. An integer
-            // sum adds in 32 bits, wrapping as reduce_serial_s32/u32 do.
-            Kind::Reduce => {
-                let (acc, start, fold, result) = if e.integer {
-                    ("uint", "0u".to_string(), format!("a{k} + {}", args[0]), format!("uint t{k} = a{k};"))
-                } else {
-                    (
-                        "ACC",
-                        "identity()".into(),
-                        format!("combine(a{k}, ACC({}))", args[0]),
-                        format!("T t{k} = REDUCED(a{k});"),
-                    )
-                };
-                // Element r of the fold: its index j, the prologue at j, the fold. With one reduced
-                // dim (the common case) the elements lie a stride apart: no index decoding, and
-                // four elements a step, each in its own scope, so their loads can go out before
-                // they fold (the same folds in the same order as the loop: the same sums, bit for bit).
-                let step = |j: &str| format!("{{\n      uint j = {j};\n{prologue}      a{k} = {fold};\n    }}");
-                let strided_at = |r: &str| format!("uint(int(base{k}) + int({r}) * s{k})");
-                let unrolled: String = ["r", "r + 1u", "r + 2u", "r + 3u"].iter().map(|r| step(&strided_at(r))).collect();
-                format!(
-                    "{acc} a{k} = {start};\n    uint base{k} = strided(i, pc[2], 5, 11, pc[4]);\n    \
-                     if (pc[3] == 1u) {{\n    int s{k} = int(pc[23]);\n    uint r = 0u;\n    \
-                     for (; r + 4u <= pc[1]; r += 4u) {{\n    {unrolled}\n    }}\n    \
-                     for (; r < pc[1]; ++r) {}\n    }} else {{\n    \
-                     for (uint r = 0u; r < pc[1]; ++r) {}\n    }}\n    {result}",
-                    step(&strided_at("r")),
-                    step(&format!("strided(r, pc[3], 17, 23, base{k})")),
-                )
-            }
+            Kind::Reduce => reduce_fold(e, k, &args[0], &prologue),
         };
         let (target, indent) = if in_prologue(k) { (&mut prologue, "      ") } else { (&mut body, "    ") };
         let _ = writeln!(target, "{indent}{line}");
         results.insert(handle(&e.out), k);
-        // The prologue's results that are read elsewhere are written as they are computed.
-        if in_prologue(k) && written.contains(&k) {
-            let _ =
-                writeln!(prologue, "      o{}[j] = {};", written.iter().position(|&w| w == k).unwrap(), store(e, k));
+        if written.contains(&k) {
+            let name = bindings.write(&e.out, e.stored())?;
+            // The prologue's results that are read elsewhere are written as they are computed.
+            if in_prologue(k) {
+                let _ = writeln!(prologue, "      {name}[j] = {};", store(e, k));
+            }
+            outputs.insert(k, name);
         }
     }
-    for (j, &k) in written.iter().enumerate().filter(|&(_, &k)| !in_prologue(k)) {
-        let _ = writeln!(body, "    o{j}[i] = {};", store(run[k], k));
+    for &k in written.iter().filter(|&&k| !in_prologue(k)) {
+        let _ = writeln!(body, "    {}[i] = {};", outputs[&k], store(run[k], k));
     }
-    if let Some((gemm, groups)) = &run[0].gemm {
-        return gemm_command(run, gemm, *groups, defines, inputs, &written, &body);
-    }
-    let mut source = String::from("#version 450\n");
-    source.push_str(defines);
-    source.push_str(INCLUDES);
-    if let Some(reduce) = run.iter().find(|e| e.kind == Kind::Reduce && !e.integer) {
-        let _ = writeln!(source, "const uint OP = {}u;\n#include \"reduce_ops.glsl\"", reduce.op);
-    }
-    source.push_str("layout(local_size_x_id = 3) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
-    declare_buffers(&mut source, run, 0, &inputs, &written);
-    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
-    source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
-    source.push_str(&body);
-    source.push_str("  }\n}\n");
-    let pipeline = kernel("fused_elementwise", &source, 0)?;
-    let per = pipeline.per_invocation as u64;
-    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = inputs.into_iter().map(|(b, _)| b).collect();
-    bindings.extend(written.iter().map(|&k| run[k].out.clone()));
-    // A reduction brings its layout; pc[0] is the output count either way.
-    let mut push = reduce_at.map_or([0; PUSH_WORDS], |r| run[r].push);
-    push[0] = last.n as u32;
-    Ok(Command::Dispatch(Dispatch {
-        name: "fused_elementwise",
-        pipeline,
-        bindings,
-        push,
-        groups: crate::ops::elementwise_groups(last.n.div_ceil(per)),
-        writes: written.len(),
-    }))
+    Ok(body)
 }
 
-/// The headers every generated kernel includes (after its defines).
+/// A serial reduction as reduce_serial.comp computes it, its layout (push constants) written in:
+/// output `i`'s reduced elements folded in order, each computed by the `prologue` first
+/// (`input`: the element's value, at index j). An integer sum adds in 32 bits, wrapping as
+/// reduce_serial_s32/u32 do.
+fn reduce_fold(e: &Elementwise, k: usize, input: &str, prologue: &str) -> String {
+    let (acc, start, fold, result) = if e.integer {
+        ("uint", "0u".to_string(), format!("a{k} + {input}"), format!("uint t{k} = a{k};"))
+    } else {
+        (
+            "ACC",
+            format!("identity_of({}u)", e.op),
+            format!("combine_of({}u, a{k}, ACC({input}))", e.op),
+            format!("T t{k} = REDUCED(a{k});"),
+        )
+    };
+    let pc = &e.push;
+    let layout = |rank_at: usize, dims_at: usize, strides_at: usize, base: i64, at: &str| {
+        let rank = (pc[rank_at] as usize).min(6);
+        let dims: SmallVec<[u64; 6]> = pc[dims_at..dims_at + rank].iter().map(|&v| v as u64).collect();
+        let strides: SmallVec<[i64; 6]> = pc[strides_at..strides_at + rank].iter().map(|&v| v as i32 as i64).collect();
+        index(&Access::Strided { offset: base, dims, strides }, at)
+    };
+    let (count, reduced) = (pc[1], pc[3]);
+    // Element r of the fold: its index j, the prologue at j, the fold.
+    let step = |j: &str| format!("{{\n      uint j = {j};\n{prologue}      a{k} = {fold};\n    }}");
+    let base = layout(2, 5, 11, pc[4] as i32 as i64, "i");
+    let loop_ = if reduced == 1 {
+        // One reduced dim (the common case): the elements lie a stride apart, four a step, each
+        // in its own scope, so their loads can go out before they fold (the same folds in the
+        // same order as the loop: the same sums, bit for bit).
+        let stride = pc[23] as i32;
+        let at = |r: &str| format!("uint(int(base{k}) + int({r}) * ({stride}))");
+        let unrolled: String = ["r", "r + 1u", "r + 2u", "r + 3u"].iter().map(|r| step(&at(r))).collect();
+        format!(
+            "uint r = 0u;\n    for (; r + 4u <= {count}u; r += 4u) {{\n    {unrolled}\n    }}\n    \
+             for (; r < {count}u; ++r) {}",
+            step(&at("r"))
+        )
+    } else {
+        let at = format!("uint(int(base{k}) + int({}))", layout(3, 17, 23, 0, "r"));
+        format!("for (uint r = 0u; r < {count}u; ++r) {}", step(&at))
+    };
+    format!("{acc} a{k} = {start};\n    uint base{k} = {base};\n    {{\n    {loop_}\n    }}\n    {result}")
+}
+
+/// The headers every generated kernel includes (after its defines). reduce_ops.glsl's identity_of
+/// and combine_of take the op; its OP-bound wrappers want an OP, unused here.
 const INCLUDES: &str = "#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n\
-                        #include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n";
-
-/// The bindings of a generated kernel from `first` on: the buffers it reads (with their element
-/// types), then the results it writes.
-fn declare_buffers(source: &mut String, run: &[&Elementwise], first: usize, inputs: &[(Subbuffer<[u8]>, &str)], written: &[usize]) {
-    for (k, (_, t)) in inputs.iter().enumerate() {
-        let _ = writeln!(source, "layout(set = 0, binding = {}) readonly buffer I{k} {{ {t} in{k}[]; }};", first + k);
-    }
-    for (j, &k) in written.iter().enumerate() {
-        let binding = first + inputs.len() + j;
-        let _ = writeln!(
-            source,
-            "layout(set = 0, binding = {binding}) writeonly buffer O{j} {{ {} o{j}[]; }};",
-            run[k].stored()
-        );
-    }
-}
+                        #include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n\
+                        const uint OP = 0u;\n#include \"reduce_ops.glsl\"\n";
 
 /// One dispatch of a GEMM with an epilogue: the GEMM's own source, built with its own defines,
 /// storing each result through `epilogue(i, v)`, the run's other members at result index i
-/// (`body`, which writes the results in `written`). Bindings: the GEMM's operands (0 and 1),
-/// then the epilogue's inputs and results; push constants and workgroups the GEMM's. The
-/// epilogue is declared first, under its element-wise kernels' `defines`, then those defines give
-/// way to the GEMM's: each part computes exactly as its own kernel.
+/// (`body`, which writes the results `bindings` holds). Bindings: the GEMM's operands (0 and 1),
+/// then the epilogue's; push constants and workgroups the GEMM's. The epilogue is declared
+/// first, under its element-wise kernels' `defines`, then those defines give way to the GEMM's:
+/// each part computes exactly as its own kernel.
 fn gemm_command(
     run: &[&Elementwise],
     gemm: &Arc<Pipeline>,
     groups: [u32; 3],
     defines: &str,
-    inputs: Vec<(Subbuffer<[u8]>, &'static str)>,
-    written: &[usize],
+    bindings: Bindings,
     body: &str,
 ) -> Result<Command> {
     let built = gemm.kernel();
@@ -754,7 +1000,7 @@ fn gemm_command(
     let mut source = String::from("#version 450\n");
     source.push_str(defines);
     source.push_str(INCLUDES);
-    declare_buffers(&mut source, run, 2, &inputs, written);
+    bindings.declare(&mut source, 2, false);
     source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\n");
     source.push_str("void epilogue_init() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n}\n");
     source.push_str("void epilogue(uint i, T v) {\n");
@@ -766,17 +1012,9 @@ fn gemm_command(
     source.push_str("#define EPILOGUE 1\n#define STORE_C(i, v) epilogue(i, T(v))\n");
     source.push_str(gemm_source);
     let pipeline = kernel("fused_gemm", &source, gemm.op())?;
-    let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = run[0].operands.iter().map(|(b, _)| b.clone()).collect();
-    bindings.extend(inputs.into_iter().map(|(b, _)| b));
-    bindings.extend(written.iter().map(|&k| run[k].out.clone()));
-    Ok(Command::Dispatch(Dispatch {
-        name: "fused_gemm",
-        pipeline,
-        bindings,
-        push: run[0].push,
-        groups,
-        writes: written.len(),
-    }))
+    let (epilogue, writes) = bindings.buffers();
+    let bindings = run[0].operands.iter().map(|(b, _)| b.clone()).chain(epilogue).collect();
+    Ok(Command::Dispatch(Dispatch { name: "fused_gemm", pipeline, bindings, push: run[0].push, groups, writes }))
 }
 
 /// What the kernel stores for member `k`'s result: a predicate as a byte, else the value.

@@ -573,6 +573,33 @@ pub fn barriers_needed(commands: &[Command]) -> usize {
         .count()
 }
 
+/// The dependency level of each command: one after the last command before it that wrote what it
+/// reads, or read or wrote what it writes (0 for a command that depends on none).
+pub fn levels(commands: &[Command]) -> Vec<usize> {
+    let mut written_at: HashMap<u64, usize> = HashMap::new();
+    let mut read_at: HashMap<u64, usize> = HashMap::new();
+    let mut levels = Vec::with_capacity(commands.len());
+    for command in commands {
+        let (reads, writes) = command.accesses();
+        let after = |at: Option<&usize>| at.map_or(0, |l| l + 1);
+        let level = reads
+            .iter()
+            .map(|r| after(written_at.get(r)))
+            .chain(writes.iter().flat_map(|w| [after(written_at.get(w)), after(read_at.get(w))]))
+            .max()
+            .unwrap_or(0);
+        for r in reads {
+            let at = read_at.entry(r).or_insert(level);
+            *at = (*at).max(level);
+        }
+        for w in writes {
+            written_at.insert(w, level);
+        }
+        levels.push(level);
+    }
+    levels
+}
+
 /// Buffers touched since the last barrier, by handle.
 #[derive(Default)]
 struct Hazards {
