@@ -361,7 +361,7 @@ defmodule Nx.Vulkan.CompilerTest do
 
       if fuses?() and System.get_env("NXV_MERGE") != "0" do
         assert info.merged_kernels >= 1, inspect(info)
-        assert info.merged_commands >= 8, inspect(info)
+        assert info.merged_commands >= 5, inspect(info)
         # The 64 x 64 chain keeps its own kernel.
         assert "fused_elementwise" in info.kernels, inspect(info.kernels)
       else
