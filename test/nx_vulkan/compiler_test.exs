@@ -369,6 +369,33 @@ defmodule Nx.Vulkan.CompilerTest do
       end
     end
 
+    test "merged stages share what later stages read, within the shared-memory budget, bit for bit" do
+      # Stages over 64 x 32 elements (2048, the most a merged stage has) and row sums, whose
+      # results later stages read: five of 8 KiB each (a, b, b * b, c, d), past the 32 KiB of
+      # shared copies a merged kernel keeps, so later stages read some from shared copies and
+      # the rest (c and d on GPUs) from the buffers.
+      rows = &Nx.sum(&1, axes: [1], keep_axes: true)
+
+      f = fn x ->
+        a = Nx.exp(x)
+        b = Nx.divide(a, rows.(a))
+        c = b |> Nx.multiply(b) |> rows.() |> Nx.subtract(b) |> Nx.add(a)
+        d = c |> Nx.multiply(rows.(c)) |> Nx.subtract(b) |> Nx.add(a)
+        {Nx.add(Nx.divide(d, rows.(d)), c), rows.(d), b}
+      end
+
+      args = for seed <- [63, 64], do: [random({64, 32}, :f32, 3.0, seed)]
+      assert_same(f, args)
+      info = Nx.Vulkan.program_info(f, hd(args))
+
+      if fuses?() and System.get_env("NXV_MERGE") != "0" do
+        assert info.merged_kernels >= 1, inspect(info)
+        assert info.merged_shared >= 2, inspect(info)
+      else
+        assert info.merged_shared == 0
+      end
+    end
+
     test "counts of maxima (the gradient of reduce_max, ties included) and integer sums fuse" do
       # Ties: rows with their max twice or three times, and a row of equal values.
       x =

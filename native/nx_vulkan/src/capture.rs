@@ -292,8 +292,9 @@ pub struct Program {
     barriers: (usize, usize),
     /// Fused kernels, and the dispatches they replaced (fuse.rs).
     fused: (usize, usize),
-    /// Merged kernels of small stages, and the commands they replaced (fuse.rs's `merge`).
-    merged: (usize, usize),
+    /// Merged kernels of small stages, the commands they replaced, and the results they keep in
+    /// shared memory (fuse.rs's `merge`).
+    merged: (usize, usize, usize),
     /// Transposing copies folded into the GEMMs they read (peephole.rs).
     folded_transposes: usize,
 }
@@ -336,7 +337,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes, fused_kernels, fused_ops, merged_kernels, merged_commands, folded_transposes, kernels
+        replay_copies, buffers, bytes, fused_kernels, fused_ops, merged_kernels, merged_commands, merged_shared, folded_transposes, kernels
     }
 }
 
@@ -430,7 +431,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     // In captured order (fused, not yet merged: merging orders commands by level).
     let barriers_in_capture_order =
         queue::barriers_needed(&fused_list.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
-    let (fused_list, merged_kernels, merged_commands) = crate::fuse::merge(fused_list);
+    let (fused_list, merged_kernels, merged_commands, merged_shared) = crate::fuse::merge(fused_list);
     let (commands, levels) = by_level(fused_list);
     // What a replay's caller sees or the program keeps between replays keeps its own buffer.
     let keep: HashSet<u64> =
@@ -471,7 +472,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         replaying: Mutex::new(()),
         barriers: (0, barriers_in_capture_order),
         fused: (fused_kernels, fused_ops),
-        merged: (merged_kernels, merged_commands),
+        merged: (merged_kernels, merged_commands, merged_shared),
         folded_transposes,
     };
     let program =
@@ -712,6 +713,7 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::fused_ops(), p.fused.1.encode(env)),
         (atoms::merged_kernels(), p.merged.0.encode(env)),
         (atoms::merged_commands(), p.merged.1.encode(env)),
+        (atoms::merged_shared(), p.merged.2.encode(env)),
         (atoms::folded_transposes(), p.folded_transposes.encode(env)),
         (atoms::replay_copies(), replay_copies.encode(env)),
         (atoms::buffers(), p._held.len().encode(env)),
