@@ -233,7 +233,7 @@ defmodule Nx.Vulkan.VectorGemmTest do
   use Nx.Vulkan.DeviceCase, async: false
 
   # On CPU devices a GEMM of 4-byte elements whose operands line up in 16-byte vectors takes
-  # gemm_rows4.comp (4 x 4 outputs an invocation, K four at a time); every other takes
+  # gemm_rows4.comp (8 x 4 outputs an invocation, K four at a time); every other takes
   # gemm_rows.comp. Both sum each output's products in order from k = 0, so f32 under
   # precise_dot (f64 sums rounded once) and integers equal the BinaryBackend bit for bit.
   @cases [
@@ -289,13 +289,13 @@ defmodule Nx.Vulkan.VectorGemmTest do
     end
   end
 
-  # Past 2^24 outputs on the vector kernel (ragged M), and M past the 4-row blocks the device's
-  # grid holds (65535 x 4), which takes gemm_rows.comp: exact integer sums, sampled positions.
+  # Past 2^24 outputs on the vector kernel (ragged M), and M past the 8-row blocks the device's
+  # grid holds (65535 x 8), which takes gemm_rows.comp: exact integer sums, sampled positions.
   @tag timeout: 240_000
   test "past 2^24 outputs, and more rows than the vector kernel's grid holds" do
     cpu? = Nx.Vulkan.Device.info().type == :cpu
 
-    for {m, k, n, vector?} <- [{4100, 4, 4100, true}, {270_000, 4, 4, false}] do
+    for {m, k, n, vector?} <- [{4100, 4, 4100, true}, {530_000, 4, 4, false}] do
       a = Nx.iota({m, k}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(7)
       b = Nx.iota({k, n}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(5)
       out = Nx.dot(a, b)
