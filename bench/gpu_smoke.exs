@@ -28,7 +28,6 @@ c = fn list -> Nx.tensor(list, type: :c64, backend: Nx.BinaryBackend) end
 
 # Under precise_dot (CPU devices, NXV_PRECISE_DOT=1) dot sums in f64 and rounds once, as the
 # BinaryBackend; GPU classes sum in f32 (as cuBLAS does), within a few ulps per product.
-{:ok, _} = Application.ensure_all_started(:nx_vulkan)
 dot_tol = if Nx.Vulkan.stats().precise_dot, do: 1.0e-6, else: 1.0e-4
 
 cases = [
