@@ -233,7 +233,7 @@ defmodule Nx.Vulkan.VectorGemmTest do
   use Nx.Vulkan.DeviceCase, async: false
 
   # On CPU devices a GEMM of 4-byte elements whose operands line up in 16-byte vectors takes
-  # gemm_rows4.comp (8 x 4 outputs an invocation, K four at a time); every other takes
+  # gemm_rows4.comp (16 x 4 outputs an invocation, K four at a time); every other takes
   # gemm_rows.comp. Both sum each output's products in order from k = 0, so f32 under
   # precise_dot (f64 sums rounded once) and integers equal the BinaryBackend bit for bit.
   @cases [
@@ -295,7 +295,7 @@ defmodule Nx.Vulkan.VectorGemmTest do
   test "past 2^24 outputs, and more rows than the vector kernel's grid holds" do
     cpu? = Nx.Vulkan.Device.info().type == :cpu
 
-    for {m, k, n, vector?} <- [{4100, 4, 4100, true}, {530_000, 4, 4, false}] do
+    for {m, k, n, vector?} <- [{4100, 4, 4100, true}, {1_100_000, 4, 4, false}] do
       a = Nx.iota({m, k}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(7)
       b = Nx.iota({k, n}, type: :s32, backend: Nx.Vulkan.Backend) |> Nx.remainder(5)
       out = Nx.dot(a, b)

@@ -33,33 +33,34 @@ void main() {
   uint cols = min(4u, N - col);
   // A last odd row reads row M - 1 twice (in bounds) and stores it once.
   uint ai1 = ai + (row + 1u < M ? pc[6] : 0u);
-  W acc[2][4];
-  for (int r = 0; r < 2; ++r) for (int q = 0; q < 4; ++q) acc[r][q] = W(0);
-  // No loops inside the K loop: lavapipe counts nested iterations against its loop limit
-  // (ops/mod.rs, LAVAPIPE_LOOP_BUDGET).
-  if (cols == 4u) {
-    for (uint k = 0; k < K; ++k) {
-      W x0 = W(a[ai]), x1 = W(a[ai1]);
-      W y0 = W(b[bi]), y1 = W(b[bi + pc[11]]), y2 = W(b[bi + 2u * pc[11]]), y3 = W(b[bi + 3u * pc[11]]);
-      acc[0][0] += x0 * y0; acc[0][1] += x0 * y1; acc[0][2] += x0 * y2; acc[0][3] += x0 * y3;
-      acc[1][0] += x1 * y0; acc[1][1] += x1 * y1; acc[1][2] += x1 * y2; acc[1][3] += x1 * y3;
-      ai += pc[7];
-      ai1 += pc[7];
-      bi += pc[10];
-    }
-  } else {
-    // 1 to 3 columns: the missing ones read column 0 again (in bounds) and are not stored.
-    uint s1 = cols > 1u ? pc[11] : 0u, s2 = cols > 2u ? 2u * pc[11] : 0u;
-    for (uint k = 0; k < K; ++k) {
-      W x0 = W(a[ai]), x1 = W(a[ai1]);
-      W y0 = W(b[bi]), y1 = W(b[bi + s1]), y2 = W(b[bi + s2]);
-      acc[0][0] += x0 * y0; acc[0][1] += x0 * y1; acc[0][2] += x0 * y2;
-      acc[1][0] += x1 * y0; acc[1][1] += x1 * y1; acc[1][2] += x1 * y2;
-      ai += pc[7];
-      ai1 += pc[7];
-      bi += pc[10];
-    }
+  // The K loop carries only k and the eight sums, each written once per four k (lavapipe stores
+  // every value a loop carries lane by lane on each write): the products of four k go into the
+  // sums through values local to the iteration, in order k, k + 1, ..., as one += per product
+  // would. A block of fewer than 4 columns reads column 0 again for the missing ones (in bounds)
+  // and does not store them. No loops inside the K loop: lavapipe counts nested iterations
+  // against its loop limit (ops/mod.rs, LAVAPIPE_LOOP_BUDGET).
+  uint s1 = cols > 1u ? pc[11] : 0u, s2 = cols > 2u ? 2u * pc[11] : 0u, s3 = cols > 3u ? 3u * pc[11] : 0u;
+  W c00 = W(0), c01 = W(0), c02 = W(0), c03 = W(0), c10 = W(0), c11 = W(0), c12 = W(0), c13 = W(0);
+#define K_STEP(k) { \
+    uint ak_ = (k) * pc[7], bk_ = bi + (k) * pc[10]; \
+    W x0 = W(a[ai + ak_]), x1 = W(a[ai1 + ak_]); \
+    W y0 = W(b[bk_]), y1 = W(b[bk_ + s1]), y2 = W(b[bk_ + s2]), y3 = W(b[bk_ + s3]); \
+    s00 = s00 + x0 * y0; s01 = s01 + x0 * y1; s02 = s02 + x0 * y2; s03 = s03 + x0 * y3; \
+    s10 = s10 + x1 * y0; s11 = s11 + x1 * y1; s12 = s12 + x1 * y2; s13 = s13 + x1 * y3; }
+#define LOAD_SUMS W s00 = c00, s01 = c01, s02 = c02, s03 = c03, s10 = c10, s11 = c11, s12 = c12, s13 = c13;
+#define STORE_SUMS c00 = s00; c01 = s01; c02 = s02; c03 = s03; c10 = s10; c11 = s11; c12 = s12; c13 = s13;
+  uint k = 0u;
+  for (; k + 4u <= K; k += 4u) {
+    LOAD_SUMS
+    K_STEP(k) K_STEP(k + 1u) K_STEP(k + 2u) K_STEP(k + 3u)
+    STORE_SUMS
   }
+  for (; k < K; ++k) {
+    LOAD_SUMS
+    K_STEP(k)
+    STORE_SUMS
+  }
+  W acc[2][4] = W[2][4](W[4](c00, c01, c02, c03), W[4](c10, c11, c12, c13));
   for (uint r = 0u; r < 2u && row + r < M; ++r) {
     uint o = (batch * M + row + r) * N + col;
     for (uint q = 0u; q < cols; ++q) STORE_C(o + q, acc[r][q]);

@@ -128,7 +128,7 @@ numeric_family!(gemm_tiled_tall, "shaders/gemm_tiled.comp", ["TM" = "8", "TN" = 
 numeric_family!(gemm_conv, "shaders/gemm_tiled.comp", ["TM" = "4", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_conv8, "shaders/gemm_tiled.comp", ["TM" = "8", "CONV" = "1"], [F32, F16]);
 numeric_family!(gemm_rows, "shaders/gemm_rows.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);
-numeric_family!(gemm_rows4, "shaders/gemm_rows4.comp", [], [F32 + ["T4" = "vec4", "T4_BITS" = "uintBitsToFloat"], F32P + ["T4" = "vec4", "T4_BITS" = "uintBitsToFloat"], S32 + ["T4" = "ivec4", "T4_BITS" = "ivec4"], U32 + ["T4" = "uvec4", "T4_BITS" = "uvec4"]]);
+numeric_family!(gemm_rows4, "shaders/gemm_rows4.comp", [], [F32 + ["T4" = "vec4", "T4_BITS" = "uintBitsToFloat", "T4_UINT" = "floatBitsToUint"], F32P + ["T4" = "vec4", "T4_BITS" = "uintBitsToFloat", "T4_UINT" = "floatBitsToUint"], S32 + ["T4" = "ivec4", "T4_BITS" = "ivec4", "T4_UINT" = "uvec4"], U32 + ["T4" = "uvec4", "T4_BITS" = "uvec4", "T4_UINT" = "uvec4"]]);
 numeric_family!(arg_reduce, "shaders/arg_reduce.comp", [], [F32, F64, F16, S8, S16, S32, S64, U8, U16, U32, U64]);
 numeric_family!(classify, "shaders/classify.comp", [], [F32, F64, F16]);
 numeric_family!(window, "shaders/window.comp", [], [F32, F32P, F64, F16, F16P, S8, S16, S32, S64, U8, U16, U32, U64]);

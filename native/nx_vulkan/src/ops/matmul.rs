@@ -176,12 +176,12 @@ pub fn rows4_layout(dtype: Dtype, batch: u64, m: u64, n: u64, k: u64, a: [i64; 3
 /// The grid of a GEMM family with gemm.comp's push constants over a batch of M x N outputs
 /// (None for other families), or an unsupported error past the device's dispatch limits: blocks
 /// of 16x16 (gemm.comp), 64x64, 128x128 or 128 rows by 64 columns (gemm_tiled.comp), or
-/// gemm_rows.comp's one invocation per 2 x 4 outputs, gemm_rows4.comp's blocks of 8 rows by 128
+/// gemm_rows.comp's one invocation per 2 x 4 outputs, gemm_rows4.comp's blocks of 16 rows by 128
 /// columns, or gemm_ksplit's 8x8 blocks.
 pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u32; 3]>> {
     let (rows, cols) = match family {
         Family::GemmRows => return Some(Ok(elementwise_groups(batch * m.div_ceil(2) * n.div_ceil(4)))),
-        Family::GemmRows4 => (8, 128),
+        Family::GemmRows4 => (16, 128),
         Family::Gemm => (16, 16),
         Family::GemmKSplit => (8, 8),
         Family::GemmTiled | Family::GemmTiled84 => (64, 64),
