@@ -6,7 +6,7 @@
 // kernel loads as few components as it can. Every output still sums its products in order
 // k = 0, 1, ... from 0, so the results are gemm_rows.comp's bit for bit.
 // Same bindings and push constants as gemm.comp. Defines: T, W (as gemm_rows.comp), T4 (T's
-// vec4), T4_BITS (bits to T4). The host (ops/matmul.rs, rows4_layout) picks this kernel only
+// vec4), T4_BITS (bits to T4), T4_UINT (T4 to bits). The host (ops/matmul.rs, rows4_layout) picks this kernel only
 // when K, each vectorised dim and every other stride and offset of both operands are multiples
 // of 4; the dim not vectorised may be ragged, and so may M's last block of 16 (a last block re-
 // reads its last row, column or vector, in bounds, and does not store past the end).
