@@ -69,7 +69,7 @@ defmodule Nx.Vulkan do
 
     * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
-      (`:batch_cap`, `:early_submit`, `:program` (a compiled program's replay, submitted once
+      (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:program` (a compiled program's replay, submitted once
       recorded), or the flush reason that submitted it).
     * `[:nx_vulkan, :flush]` - a flush finished: the caller waited `duration_us` for `commands`
       commands. Metadata: `reason` (`:download`, `:explicit`, `:fallback`, `:value_read_by_op`,
@@ -103,8 +103,9 @@ defmodule Nx.Vulkan do
       application start, with the `:host_fallback` config, anything else stops the start.
     * `NXV_PRECISE` - `0`/`1`: f32/f16 math, sums and dot in f64, rounded once (default by device
       class, see `Nx.Vulkan.Device.configure!/0`).
-    * `NXV_EARLY_SUBMIT` - `1` submits a command buffer of 16+ commands whenever the GPU is idle
-      (default `0`).
+    * `NXV_SUBMIT_BYTES` - a command buffer whose commands write this many bytes is submitted as
+      soon as the GPU has room for it, not at the next flush (default 4 MiB on GPUs, `0`, never,
+      on CPU devices).
     * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
       largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
       `set_memory_limit/1`.
@@ -362,6 +363,19 @@ defmodule Nx.Vulkan do
     raise ArgumentError,
           "set_batch_max/1: the batch max must be an integer from 0 to 2 ** 63 - 1 " <>
             "(0 = submit every op on its own), got: #{inspect(n)}"
+  end
+
+  @doc """
+  Sets at run time how many bytes a command buffer's commands must write for it to be submitted
+  as soon as the GPU has room, rather than at the next flush or the cap (normally set from
+  `NXV_SUBMIT_BYTES` at start; `0` turns it off). Results never depend on it.
+  """
+  def set_submit_bytes(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
+    do: Native.set_submit_bytes(n) |> Native.unwrap!()
+
+  def set_submit_bytes(n) do
+    raise ArgumentError,
+          "set_submit_bytes/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
   end
 
   @doc false

@@ -93,10 +93,10 @@ defmodule Nx.Vulkan.Device do
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
   measure about 10x faster on lavapipe, and run their element-wise kernels one element per
   invocation in workgroups of 64 (GPUs: 4 elements per invocation, workgroups of 256;
-  `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). `NXV_EARLY_SUBMIT=1` submits early: once 16 commands
-  are recorded and the GPU is idle, they go to the GPU while the BEAM records the rest (off by
-  default: it measured slower on the H200). Submissions triggered by the cap never wait for the
-  GPU: up to two are in flight. Called at application start.
+  `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). On GPUs a command buffer whose commands write 4 MiB or more is
+  submitted as soon as the GPU has room for it, so large kernels start while the BEAM queues
+  the next (`NXV_SUBMIT_BYTES`; 0 on CPU devices: never). Submissions triggered by the cap or the
+  work never wait for the GPU: up to two are in flight. Called at application start.
   """
   def configure! do
     info = info()
@@ -118,8 +118,11 @@ defmodule Nx.Vulkan.Device do
     # steals a core from the threads doing the work.
     spin_default = if class == :software or info.type == :cpu, do: 0, else: 1000
     spin_us = integer_env!("NXV_SPIN_US", spin_default, 0, "a number of microseconds")
-    # Off by default: on the H200 it measured 0.52 vs 0.40 ms per MNIST step (b368ab7).
-    early = flag!("NXV_EARLY_SUBMIT", false)
+    # Work-based submission (queue.rs, SUBMIT_BYTES): on GPUs, where a kernel over large
+    # tensors would otherwise wait idle for the flush; never on CPU devices, whose driver threads
+    # share the host's cores with the BEAM.
+    submit_default = if class == :software or info.type == :cpu, do: 0, else: 4 * 1024 * 1024
+    submit_bytes = integer_env!("NXV_SUBMIT_BYTES", submit_default, 0, "a number of bytes (0: off)")
     # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,
     # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
     submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
@@ -167,7 +170,7 @@ defmodule Nx.Vulkan.Device do
       precise_dot,
       spin_us,
       class == :software,
-      early,
+      submit_bytes,
       submit_programs,
       per_invocation,
       workgroup,

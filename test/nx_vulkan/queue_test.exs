@@ -20,14 +20,50 @@ defmodule Nx.Vulkan.QueueTest do
     before = Nx.Vulkan.stats()
     r = chain(random({64}), 10)
     mid = Nx.Vulkan.stats()
-    # (GPUs may submit early, while recording goes on; CPU devices never do.)
-    unless mid.early_submit, do: assert(mid.submissions == before.submissions)
+    # Small work never submits for its size (NXV_SUBMIT_BYTES is megabytes on GPUs, 0 on CPU
+    # devices): these 30 results of 256 bytes wait for the download.
+    small = mid.submit_bytes == 0 or mid.submit_bytes > 30 * 256
+    if small, do: assert(mid.submissions == before.submissions)
     _ = Nx.to_binary(r)
     after_download = Nx.Vulkan.stats()
-    submitted = after_download.submissions - before.submissions
-    if after_download.early_submit, do: assert(submitted in 1..3), else: assert(submitted == 1)
+    if small, do: assert(after_download.submissions - before.submissions == 1)
     assert after_download.flushes.download == before.flushes.download + 1
     assert after_download.recorded >= before.recorded + 30
+  end
+
+  test "work-based submission: large results go to the GPU before the flush, with the same bits" do
+    Nx.Vulkan.set_batch_max(1000)
+    previous = Nx.Vulkan.stats().submit_bytes
+    on_exit(fn -> Nx.Vulkan.set_submit_bytes(previous) end)
+    # 2^20 f32 results: 4 MiB each, past a 1 MiB bound.
+    x = random({1_048_576})
+    Nx.Vulkan.flush()
+
+    run = fn bytes ->
+      Nx.Vulkan.set_submit_bytes(bytes)
+      before = Nx.Vulkan.stats()
+      r = chain(x, 4)
+      bin = Nx.to_binary(r)
+      after_read = Nx.Vulkan.stats()
+
+      {bin, after_read.early_submissions - before.early_submissions,
+       after_read.submissions - before.submissions}
+    end
+
+    {off, 0, 1} = run.(0)
+    # 12 commands: the GPU thread's first drain (at 8) finds 4 MiB or more recorded and submits
+    # them (all 12 if they were queued by then: the download then has nothing left to submit).
+    {on, early, submitted} = run.(1_048_576)
+    assert on == off
+    assert early >= 1
+    assert submitted >= early
+    expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), 4)
+    assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
+  end
+
+  test "set_submit_bytes/1 rejects what is not a byte count" do
+    assert_raise ArgumentError, ~r/set_submit_bytes/, fn -> Nx.Vulkan.set_submit_bytes(-1) end
+    assert_raise ArgumentError, ~r/set_submit_bytes/, fn -> Nx.Vulkan.set_submit_bytes(1.5) end
   end
 
   test "explicit flush" do

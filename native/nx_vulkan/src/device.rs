@@ -114,6 +114,15 @@ fn set_batch_max(n: i64) -> Result<rustler::Atom> {
     Ok(rustler::types::atom::ok())
 }
 
+#[rustler::nif]
+fn set_submit_bytes(n: i64) -> Result<rustler::Atom> {
+    if n < 0 {
+        return Err(arg_error!("submit bytes must be >= 0, got {n}"));
+    }
+    queue::SUBMIT_BYTES.store(n as u64, Ordering::Relaxed);
+    Ok(rustler::types::atom::ok())
+}
+
 /// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
 #[rustler::nif]
 fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
@@ -122,7 +131,8 @@ fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
 
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math, and f32/f16 dot
 /// products, compute in f64 (needs shaderFloat64), how long threads waiting on the GPU poll before blocking, and whether the device is a
-/// CPU (kernel variants without barriers), whether to submit early (see queue.rs), and how many
+/// CPU (kernel variants without barriers), the bytes of work that submit a command buffer early
+/// (queue.rs, SUBMIT_BYTES; 0: never), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
 /// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores
 /// (a dirty NIF: with them asked for, it builds their pipeline, once, at start).
@@ -132,7 +142,7 @@ fn configure(
     precise_dot: bool,
     spin_us: u64,
     cpu_device: bool,
-    early_submit: bool,
+    submit_bytes: u64,
     submit_programs: bool,
     elements_per_invocation: u32,
     workgroup: u32,
@@ -162,7 +172,7 @@ fn configure(
     crate::policy::PRECISE_F32.store(precise_f32, Ordering::Relaxed);
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
-    queue::EARLY_SUBMIT.store(early_submit, Ordering::Relaxed);
+    queue::SUBMIT_BYTES.store(submit_bytes, Ordering::Relaxed);
     queue::SUBMIT_PROGRAMS.store(submit_programs, Ordering::Relaxed);
     SPIN_US.store(spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
@@ -287,7 +297,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("precise_dot", crate::policy::precise_dot().encode(env)),
             ("spin_us", SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::policy::cpu_device().encode(env)),
-            ("early_submit", queue::EARLY_SUBMIT.load(Ordering::Relaxed).encode(env)),
+            ("submit_bytes", queue::SUBMIT_BYTES.load(Ordering::Relaxed).encode(env)),
             ("submit_programs", queue::SUBMIT_PROGRAMS.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),
             ("recorded", load(&stats.recorded)),

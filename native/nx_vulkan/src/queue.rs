@@ -302,7 +302,7 @@ pub static KERNEL_TIMES: Lazy<Mutex<HashMap<&'static str, (u64, u64)>>> = Lazy::
 #[repr(align(128))]
 pub struct Stats {
     pub recorded: AtomicU64,
-    /// Submissions made early, while the GPU was idle and the BEAM still recording.
+    /// Submissions made for their work (SUBMIT_BYTES), before a flush or the cap asked.
     pub early_submissions: AtomicU64,
     pub barriers: AtomicU64,
     pub submissions: AtomicU64,
@@ -503,9 +503,18 @@ fn next_message(control: &Receiver<Control>, pending: &Receiver<Queued>, recorde
             } else if Instant::now() > until {
                 break;
             } else {
+                // A heavy batch waiting for room on the GPU goes as soon as there is some.
+                if recorder.heavy() {
+                    let _inside = crate::exit_guard::enter();
+                    recorder.submit_if_heavy(false);
+                }
                 std::hint::spin_loop();
             }
         }
+    }
+    if recorder.heavy() {
+        let _inside = crate::exit_guard::enter();
+        recorder.submit_if_heavy(true);
     }
     control.recv().ok()
 }
@@ -519,6 +528,8 @@ struct OpenBatch {
     /// Whether `timestamps` has one after every command (else only at the end).
     per_command: bool,
     recording_ns: u64,
+    /// What its commands write (Command::written_bytes), for SUBMIT_BYTES.
+    written_bytes: u64,
     /// The pipeline bound last, so consecutive dispatches of one kernel bind it once.
     bound_pipeline: vk::Pipeline,
 }
@@ -547,19 +558,20 @@ struct InFlight {
 
 /// Submissions allowed on the GPU at once: one running while the next is recorded.
 const MAX_IN_FLIGHT: usize = 2;
-/// With early submission on, an open command buffer holding this many commands is submitted
-/// as soon as the GPU has nothing in flight, so it starts while the BEAM records the rest.
-const EARLY_SUBMIT_MIN: usize = 16;
 /// Whether a compiled program's replay is submitted as soon as it is recorded (NXV_SUBMIT_PROGRAMS),
 /// like a CUDA graph's launch, rather than with the next flush or at the cap: with the GPU thread
 /// polling (SPIN_US), the GPU starts the program while its caller is still in Elixir, on its way
 /// to the read that flushes. A replay is a whole step's work, worth a submission of its own.
 pub static SUBMIT_PROGRAMS: AtomicBool = AtomicBool::new(false);
 
-/// Early submission policy (NXV_EARLY_SUBMIT; off by default: on the H200 it measured 0.52 vs
-/// 0.40 ms per MNIST step, while cap-triggered submissions that do not wait made cap 16 the
-/// fastest setting).
-pub static EARLY_SUBMIT: AtomicBool = AtomicBool::new(false);
+/// Work-based submission (NXV_SUBMIT_BYTES; 0 turns it off): an open command buffer whose
+/// commands write at least this many bytes goes to the GPU as soon as fewer than MAX_IN_FLIGHT
+/// submissions are on it, rather than at the next flush or the cap. A large kernel then starts
+/// while the BEAM is still queueing the next ones: on the H200 a 64 M-element negate ran its
+/// 132 us kernel at PyTorch's speed but took 149 us a call when ten waited for the flush, the GPU
+/// idle until then. Small work (the seed's MNIST step writes kilobytes per op) keeps its batches:
+/// submitting every few commands measured slower there (b368ab7: 0.52 vs 0.40 ms a step).
+pub static SUBMIT_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// The barriers the hazard tracking puts between `commands` recorded in this order.
 pub fn barriers_needed(commands: &[Command]) -> usize {
@@ -945,12 +957,29 @@ impl Recorder {
                 self.guarded(|r| r.submit(false, "program"));
             }
         }
-        let early = EARLY_SUBMIT.load(Ordering::Relaxed)
-            && self.in_flight.is_empty()
-            && self.open.as_ref().is_some_and(|b| b.commands.len() >= EARLY_SUBMIT_MIN);
-        if early {
+        self.submit_if_heavy(false);
+    }
+
+    /// Whether the open command buffer's commands write SUBMIT_BYTES or more.
+    fn heavy(&self) -> bool {
+        let bound = SUBMIT_BYTES.load(Ordering::Relaxed);
+        bound > 0 && self.open.as_ref().is_some_and(|b| b.written_bytes >= bound)
+    }
+
+    /// Work-based submission (SUBMIT_BYTES): submits a heavy open command buffer once the GPU
+    /// has room for it (retiring submissions already done, without waiting), or with `force`
+    /// whatever it takes (the thread is about to block, so nobody would submit it until the
+    /// next flush).
+    fn submit_if_heavy(&mut self, force: bool) {
+        if !self.heavy() {
+            return;
+        }
+        while self.in_flight.front().is_some_and(|f| f.fence.is_signaled().unwrap_or(true)) {
+            self.guarded(|r| r.retire_oldest());
+        }
+        if force || self.in_flight.len() < MAX_IN_FLIGHT {
             stats().early_submissions.fetch_add(1, Ordering::Relaxed);
-            self.guarded(|r| r.submit(false, "early_submit"));
+            self.guarded(|r| r.submit(false, "work"));
         }
     }
 
@@ -977,6 +1006,7 @@ impl Recorder {
             timestamps,
             per_command: GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed),
             recording_ns: started.elapsed().as_nanos() as u64,
+            written_bytes: 0,
             bound_pipeline: vk::Pipeline::null(),
         })
     }
@@ -992,6 +1022,7 @@ impl Recorder {
             Command::Program(replay) => unsafe { record_direct(batch, replay)? },
             command => unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? },
         }
+        batch.written_bytes += queued.bytes;
         batch.commands.push(queued);
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
             // After command i (1-based): its end, and the next one's start.
