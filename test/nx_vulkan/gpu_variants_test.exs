@@ -1,5 +1,5 @@
 # The kernel variants only GPUs take (register-blocked GEMMs of every block shape, the K-split
-# GEMM of few tiles, the implicit-GEMM conv) and the GPUs' choice between pre-recording a
+# GEMM of few tiles, the implicit-GEMM conv, the bitonic sort's shared-memory passes) and the GPUs' choice between pre-recording a
 # compiled program and recording it again at each call, run on this device by a child VM told it
 # is a GPU (NXV_DEVICE_CLASS): on lavapipe the suite would otherwise never run them.
 # test/gpu_class/variants.exs compares each result with the BinaryBackend's, bit for bit, and
@@ -32,6 +32,7 @@ defmodule Nx.Vulkan.GpuVariantsTest do
 
       assert status == 0, output
       assert output =~ "variants: 0 mismatches (spin_us 200, submit_programs true)", output
+      assert output =~ "argsort 70000 dispatches: 26", output
       for kernel <- unquote(expected), do: assert(output =~ kernel, output)
     end
   end

@@ -367,6 +367,9 @@ fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: us
 /// len / 2 comparisons each). On the H200 a 1 M row took 1.1 s by rank.
 const RANK_SORT_MAX_LEN: u64 = 2048;
 
+/// Pairs per workgroup of sort_bitonic.comp's local passes (its LOCAL_PAIRS).
+const LOCAL_PAIRS: u64 = 1024;
+
 /// sort / argsort by the bitonic network of sort_bitonic.comp over (key, index) pairs padded to a
 /// power of two per row; `push` holds sort.comp's slots 0..16.
 #[allow(clippy::too_many_arguments)]
@@ -392,14 +395,39 @@ fn bitonic_sort(
     let flags = (desc as u32) << 2 | (indices as u32) << 3 | ((index_bytes == 8) as u32) << 4;
     push.set(16, padded)?;
     dispatch(kernel, flags, &[x, &pairs], push.clone(), elementwise_groups(rows * padded))?;
+    // GPUs run the passes of distances below LOCAL_PAIRS in shared memory, one dispatch per
+    // block size (all blocks up to LOCAL_PAIRS in the first). CPU devices keep a dispatch per
+    // pass: lavapipe runs kernels with workgroup barriers several times slower.
+    let local = !cpu_device() && padded >= LOCAL_PAIRS;
+    let local_pass = |first: u64, last: u64, push: &mut Push| -> Result<()> {
+        push.set(17, first)?;
+        push.set(18, last)?;
+        let groups = elementwise_groups(rows * padded / LOCAL_PAIRS * crate::policy::workgroup());
+        dispatch(kernel, 3 | flags, &[&pairs], push.clone(), groups)
+    };
     let mut block = 2;
+    if local {
+        local_pass(2, LOCAL_PAIRS, &mut push)?;
+        block = 2 * LOCAL_PAIRS;
+    }
+    // The global passes of a block go two at a time (distances j and j / 2, four pairs an
+    // invocation), the last one alone when their count is odd.
+    let lowest = if local { LOCAL_PAIRS } else { 1 };
     while block <= padded {
         let mut distance = block / 2;
-        while distance >= 1 {
+        while distance >= lowest {
             push.set(17, distance)?;
             push.set(18, block)?;
-            dispatch(kernel, 1 | flags, &[&pairs], push.clone(), elementwise_groups(rows * padded / 2))?;
-            distance /= 2;
+            if distance / 2 >= lowest {
+                dispatch(kernel, 32 | flags, &[&pairs], push.clone(), elementwise_groups(rows * padded / 4))?;
+                distance /= 4;
+            } else {
+                dispatch(kernel, 1 | flags, &[&pairs], push.clone(), elementwise_groups(rows * padded / 2))?;
+                distance /= 2;
+            }
+        }
+        if local {
+            local_pass(block, block, &mut push)?;
         }
         block *= 2;
     }
