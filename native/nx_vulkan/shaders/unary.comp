@@ -40,8 +40,13 @@ void main() {
   // Vectors of 4 (common.glsl); the last one may be partial.
   FOR_EACH_ELEMENT(j, (n + 3u) / 4u) {
     if (4u * j + 4u <= n) {
+      // Short evaluations first (unary_ops.glsl), the full routine only where one is flagged.
       T4 v = x4[j], r;
-      for (int q = 0; q < 4; ++q) r[q] = RESULT(v[q]);
+      bool full[4];
+      for (int q = 0; q < 4; ++q) r[q] = result(unary_apply_short(OP, W(v[q]), full[q]));
+      if (full[0] || full[1] || full[2] || full[3]) {
+        for (int q = 0; q < 4; ++q) if (full[q]) r[q] = RESULT(v[q]);
+      }
       y4[j] = r;
     } else {
       for (uint i = 4u * j; i < n; ++i) y[i] = RESULT(x[i]);

@@ -151,3 +151,17 @@ precise W unary_apply(uint op, W a) {
   }
 }
 #endif
+
+// unary_apply's value by a short evaluation where the op has one (precise exp and sigmoid, see
+// math64.glsl's *_short_checked), with `full` set where unary_apply's must replace it; every
+// other op computes its value here and never sets `full`. A kernel that computes several
+// elements calls this for each, then unary_apply for the flagged ones only, so that the common
+// path stays straight-line code.
+W unary_apply_short(uint op, W a, out bool full) {
+  full = false;
+#if defined(MATH64) && defined(PRECISE)
+  if (op == 6u) return exp64_short_checked(a, full);
+  if (op == 13u) return sigmoid64_short_checked(a, full);
+#endif
+  return unary_apply(op, a);
+}
