@@ -93,10 +93,11 @@ defmodule Nx.Vulkan.Device do
   variants without workgroup barriers (a row-per-invocation GEMM and serial reductions), which
   measure about 10x faster on lavapipe, and run their element-wise kernels one element per
   invocation in workgroups of 64 (GPUs: 4 elements per invocation, workgroups of 256;
-  `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). On GPUs a command buffer whose commands write 4 MiB or more is
-  submitted as soon as the GPU has room for it, so large kernels start while the BEAM queues
-  the next (`NXV_SUBMIT_BYTES`; 0 on CPU devices: never). Submissions triggered by the cap or the
-  work never wait for the GPU: up to two are in flight. Called at application start.
+  `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). On GPUs a command buffer whose commands
+  write 4 MiB or more is submitted as soon as the GPU has room for it, so large kernels start
+  while the BEAM queues the next (`NXV_SUBMIT_BYTES`; 0 on CPU devices: never). Submissions
+  triggered by the cap or the work never wait for the GPU: up to two are in flight. Called at
+  application start.
   """
   def configure! do
     info = info()

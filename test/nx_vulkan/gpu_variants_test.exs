@@ -1,7 +1,8 @@
 # The kernel variants only GPUs take (register-blocked GEMMs of every block shape, the K-split
-# GEMM of few tiles, the implicit-GEMM conv, the bitonic sort's shared-memory passes) and the GPUs' choice between pre-recording a
-# compiled program and recording it again at each call, run on this device by a child VM told it
-# is a GPU (NXV_DEVICE_CLASS): on lavapipe the suite would otherwise never run them.
+# GEMM of few tiles, the implicit-GEMM conv, the bitonic sort's shared-memory passes) and the
+# GPUs' choice between pre-recording a compiled program and recording it again at each call, run
+# on this device by a child VM told it is a GPU (NXV_DEVICE_CLASS): on lavapipe the suite would
+# otherwise never run them.
 # test/gpu_class/variants.exs compares each result with the BinaryBackend's, bit for bit, and
 # names the kernels that ran. The child polls for the GPU as GPU hosts do (NXV_SPIN_US, off on
 # CPU devices otherwise), so the polling GPU thread and callers, and compiled programs submitted

@@ -490,10 +490,10 @@ double tanh64(double x) {
 
 double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
 
-// sigmoid64 as an f32 or f16 op needs it (see exp64_narrow): exp within ~1 unit, one addition
-// and one division (Vulkan allows f64 division 2.5 units) keep the short value within ~5 units.
-// Above 40, exp(-x) < 2^-57 and sigmoid64 gives 1 exactly.
-// As exp64_short_checked: the short value and whether sigmoid64 must replace it.
+// sigmoid64's short value as an f32 or f16 op needs it (see exp64_short_checked), and whether
+// sigmoid64 must replace it: exp within ~1 unit, one addition and one division (Vulkan allows
+// f64 division 2.5 units) keep the short value within ~5 units. Above 40, exp(-x) < 2^-57 and
+// sigmoid64 gives 1 exactly.
 double sigmoid64_short_checked(double x, out bool full) {
   bool one = x > 40.0lf;
   bool in_range = x >= -87.0lf;
