@@ -157,8 +157,13 @@ defmodule Nx.Vulkan.Device do
 
     # f16 GEMMs on tensor cores (NV cooperative matrices) where the device has them: on by
     # default since their tile loads went 16 bytes at a time (H200, a0186a8: 125 TFLOP/s at
-    # 4096^3 against the register-blocked kernel's 27.3).
-    coop = flag!("NXV_GEMM_COOP", true)
+    # 4096^3 against the register-blocked kernel's 27.3). "1": the block by shape; a block's
+    # name ("128x256x32", ...) forces it, to measure crossovers (the native side checks it).
+    coop =
+      case System.get_env("NXV_GEMM_COOP") do
+        value when value in [nil, ""] -> "1"
+        value -> value
+      end
 
     # 2-D f32/f16 convolutions as an implicit GEMM that reads the windows in place, where dot
     # accumulates in f32 on a GPU: on the H200 im2col's copies (padding, patches, the output

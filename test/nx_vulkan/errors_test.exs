@@ -162,6 +162,8 @@ defmodule Nx.Vulkan.NoDeviceTest do
            ~s|NXV_ELEMENTS_PER_INVOCATION must be 1, 2, 4, 8 or 16, got: "3"|},
           {"NXV_WORKGROUP_SIZE", "100",
            ~s|NXV_WORKGROUP_SIZE must be 32, 64, 128 or 256, got: "100"|},
+          {"NXV_GEMM_COOP", "128x512",
+           ~s|NXV_GEMM_COOP must be 0, 1 or one of 128x128, 128x128/2, 128x256, got: "128x512"|},
           {"NXV_DRIVER_NICE", "20", ~s|NXV_DRIVER_NICE must be an integer from 0 to 19, got: "20"|},
           {"NXV_SPIN_US", "-1", ~s|NXV_SPIN_US must be a number of microseconds, got: "-1"|},
           {"NXV_BATCH_MAX", "#{2 ** 64}",

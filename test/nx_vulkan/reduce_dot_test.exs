@@ -164,6 +164,21 @@ defmodule Nx.Vulkan.ReduceDotTest do
       assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
     end
 
+    # Operands whose unit stride runs along M (A transposed) or K (B transposed) load 16 bytes
+    # at a time too, into tiles kept M- or K-contiguous; batches of many blocks take 128 x 256
+    # blocks (the tensor-core kernel's block by shape, ops/matmul.rs coop_block).
+    test "f16 GEMM of transposed aligned operands, and of a batch of many blocks" do
+      tol = [rtol: 2.0e-3, atol: 2.0e-2]
+      a = random({64, 256}, :f16, 2.0, 69)
+      b = random({256, 64}, :f16, 2.0, 70)
+      assert_device(&Nx.dot(&1, [0], &2, [1]), [a, b], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [0]), [a, Nx.transpose(b)], tol)
+      assert_device(&Nx.dot(&1, [1], &2, [1]), [Nx.transpose(a), b], tol)
+      c = random({30, 130, 16}, :f16, 2.0, 79)
+      d = random({30, 16, 264}, :f16, 2.0, 80)
+      assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
+    end
+
     # Whole 128 x 128 blocks of row-major operands with K a multiple of 32 load 16 bytes at a
     # time (the tensor-core kernel's vector path); edge blocks of the second shape do not.
     test "f16 GEMM of aligned whole blocks, and whole blocks beside ragged ones" do

@@ -135,7 +135,8 @@ fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
 /// (queue.rs, SUBMIT_BYTES; 0: never), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
 /// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores
-/// (a dirty NIF: with them asked for, it builds their pipeline, once, at start).
+/// and with which block (NXV_GEMM_COOP: "0", "1" or a block's name; a dirty NIF: with them asked
+/// for, it builds their pipelines, once, at start).
 #[rustler::nif(schedule = "DirtyCpu")]
 fn configure(
     precise_f32: bool,
@@ -147,7 +148,7 @@ fn configure(
     elements_per_invocation: u32,
     workgroup: u32,
     gemm_block: u32,
-    gemm_coop: bool,
+    gemm_coop: String,
 ) -> Result<rustler::Atom> {
     if (precise_f32 || precise_dot) && !ctx()?.info.float64 {
         return Err(arg_error!("precise f32 needs shaderFloat64, which this device lacks"));
@@ -162,6 +163,15 @@ fn configure(
         return Err(arg_error!("GEMM block must be 64, 65, 128 or 129 (0: by shape), got {gemm_block}"));
     }
     crate::policy::GEMM_BLOCK.store(gemm_block, Ordering::Relaxed);
+    let blocks = crate::ops::matmul::COOP_BLOCKS;
+    let gemm_coop = match gemm_coop.as_str() {
+        "0" => 0,
+        "1" => 1,
+        name => blocks.iter().find(|&&(_, n)| n == name).map(|&(block, _)| block + 2).ok_or_else(|| {
+            let names: Vec<&str> = blocks.iter().map(|&(_, n)| n).collect();
+            arg_error!("NXV_GEMM_COOP must be 0, 1 or one of {}, got: {gemm_coop:?}", names.join(", "))
+        })?,
+    };
     crate::policy::GEMM_COOP.store(gemm_coop, Ordering::Relaxed);
     for device in opened() {
         let _device = use_device(device)?;

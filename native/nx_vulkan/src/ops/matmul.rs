@@ -138,9 +138,15 @@ fn dot(
     } else {
         (family, kernel)
     };
-    let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
-    let layout = rows4.filter(|_| family == Family::GemmRows4).unwrap_or(0);
-    dispatch(kernel, layout, &[&a_buf, &b_buf, &out], push, groups?)?;
+    let (op, groups) = if family == Family::GemmCoop {
+        let block = coop_block(batch, m, n, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns]);
+        let (rows, cols) = coop_shape(block);
+        (block, block_grid([n.div_ceil(cols), m.div_ceil(rows), batch], || format!("a GEMM of {m}x{n} (batch {batch})")))
+    } else {
+        let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
+        (rows4.filter(|_| family == Family::GemmRows4).unwrap_or(0), groups)
+    };
+    dispatch(kernel, op, &[&a_buf, &b_buf, &out], push, groups?)?;
     Ok(out)
 }
 
@@ -185,7 +191,7 @@ pub fn gemm_grid(family: Family, batch: u64, m: u64, n: u64) -> Option<Result<[u
         Family::Gemm => (16, 16),
         Family::GemmKSplit => (8, 8),
         Family::GemmTiled | Family::GemmTiled84 => (64, 64),
-        Family::GemmTiled8 | Family::GemmCoop => (128, 128),
+        Family::GemmTiled8 => (128, 128),
         Family::GemmTiledTall => (128, 64),
         _ => return None,
     };
@@ -245,15 +251,52 @@ const SPLIT_K_TILES: u64 = 256;
 static COOP: [once_cell::sync::OnceCell<std::result::Result<(), String>>; crate::context::MAX_DEVICES] =
     [const { once_cell::sync::OnceCell::new() }; crate::context::MAX_DEVICES];
 
-/// Builds the tensor-core pipeline once, waiting for it: called from `configure` (a dirty NIF, at
-/// start) unless NXV_GEMM_COOP=0, so no op waits for it on a normal scheduler, and which kernel
-/// an f16 GEMM takes (it decides the rounding) never depends on when the pipeline got built.
+/// gemm_coop.comp's block shapes (its specialization constant, see the shader) by the name
+/// NXV_GEMM_COOP takes to force one.
+pub const COOP_BLOCKS: [(u32, &str); 3] = [(0, "128x128"), (2, "128x128/2"), (1, "128x256")];
+
+/// Rows and columns of a tensor-core block.
+fn coop_shape(block: u32) -> (u64, u64) {
+    (128, 128 << (block & 1))
+}
+
+/// The tensor-core block for a batch of M x N outputs from operands of strides a ([batch, M, K])
+/// and b ([batch, K, N]): the forced one, else by layout and shape. H200, one call (GPU time,
+/// f16, us with 128x128 / 128x128 in two stages / 128x256 blocks): operands read as whole
+/// 16-byte vectors (a unit stride, the other strides multiples of 8) 4096^3 1012 / 1224 / 940,
+/// with A or B transposed 989 / 1202 / 938 and 1057 / 1251 / 1011, batched 16x1024^3 263 / 326
+/// / 254, 1024^3 48.4 / 42.0 / 68.1, 300x200x5000 336 / 306 / 404; gathered halves (4001 x 3999
+/// x 4003) 1916 / 3189 / 2264. So: gathering operands 128x128; vectors 128x256 where there are
+/// enough of those blocks to fill a large GPU, else two stages of 128x128.
+fn coop_block(batch: u64, m: u64, n: u64, a: [i64; 3], b: [i64; 3]) -> u32 {
+    if let Some(block) = crate::policy::gemm_coop_forced() {
+        return block;
+    }
+    let vectors = |s: [i64; 3]| {
+        let whole = |x: i64| x % 8 == 0;
+        (batch == 1 || whole(s[0])) && ((s[2] == 1 && whole(s[1])) || (s[1] == 1 && whole(s[2])))
+    };
+    if !(vectors(a) && vectors(b)) {
+        0
+    } else if batch * m.div_ceil(128) * n.div_ceil(256) >= BIG_BLOCKS_MIN {
+        1
+    } else {
+        2
+    }
+}
+
+/// Builds the tensor-core pipelines (every block shape) once, waiting for them: called from
+/// `configure` (a dirty NIF, at start) unless NXV_GEMM_COOP=0, so no op waits for one on a
+/// normal scheduler, and which kernel an f16 GEMM takes (it decides the rounding) never depends
+/// on when a pipeline got built.
 pub fn probe_coop() -> Result<()> {
     if crate::policy::gemm_coop() && ctx()?.info.coopmat_f16 {
         COOP[crate::context::current()].get_or_init(|| {
-            crate::pipelines::pipeline(shaders::gemm_coop_f16, 0)
-                .and_then(|p| p.get().map(|_| ()))
-                .map_err(|e| format!("{e:?}"))
+            COOP_BLOCKS.iter().try_for_each(|&(block, name)| {
+                crate::pipelines::pipeline(shaders::gemm_coop_f16, block)
+                    .and_then(|p| p.get().map(|_| ()))
+                    .map_err(|e| format!("block {name}: {e:?}"))
+            })
         });
     }
     Ok(())
