@@ -16,4 +16,8 @@ export PATH=/opt/nxv/elixir/bin:/usr/lib/erlang/bin:$PATH ERL_LIBS=/opt/nxv/apps
 export NXV_COMMIT=${NXV_COMMIT:-unknown}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 nproc | tee -a "$out/gpu.txt"
+# On a fresh host the first VM runs some kernels up to 2.6x slower for its whole life (the
+# NVIDIA driver's shader cache, ~/.cache/nvidia, is cold; README, Kernels beside PyTorch):
+# NXV_WARMUP=1 first runs the kernel table once and drops its output.
+if [ "${NXV_WARMUP:-0}" = 1 ]; then elixir bench/kernels.exs > /dev/null 2>&1; fi
 "${@:-true}"
