@@ -86,7 +86,7 @@ defmodule Nx.Vulkan.MemoryTest do
 
     # Another process computes meanwhile, and the held blocks died with the failed reduce: the
     # three blocks fit again, with the right values.
-    assert Task.await(Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end)) == [2, 3]
+    assert Task.await(Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end), 60_000) == [2, 3]
     held = Enum.map(1..3, &block/1)
 
     expected =
