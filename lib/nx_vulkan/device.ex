@@ -158,7 +158,8 @@ defmodule Nx.Vulkan.Device do
     # f16 GEMMs on tensor cores (NV cooperative matrices) where the device has them: on by
     # default since their tile loads went 16 bytes at a time (H200, a0186a8: 125 TFLOP/s at
     # 4096^3 against the register-blocked kernel's 27.3). "1": the block by shape; a block's
-    # name ("128x256x32", ...) forces it, to measure crossovers (the native side checks it).
+    # name ("128x128", "128x128/2",
+    # "128x256") forces it, to measure crossovers (the native side checks it).
     coop =
       case System.get_env("NXV_GEMM_COOP") do
         value when value in [nil, ""] -> "1"

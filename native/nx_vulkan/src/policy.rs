@@ -72,7 +72,7 @@ pub fn gemm_block() -> u32 {
 
 /// Whether f16 GEMMs take the tensor-core kernel (gemm_coop.comp) where the device has NV
 /// cooperative matrices, and with which block: 0 off (NXV_GEMM_COOP=0), 1 the block by shape
-/// (ops/matmul.rs coop_block), 2 + b block b forced (NXV_GEMM_COOP=128x256x32, ..., to measure
+/// (ops/matmul.rs coop_block), 2 + b block b forced (NXV_GEMM_COOP=128x256, ..., to measure
 /// crossovers). Set at start by configure: on the H200 the tensor cores measured 125 TFLOP/s at
 /// 4096^3 (a0186a8) against the register-blocked kernel's 27.3.
 pub static GEMM_COOP: AtomicU32 = AtomicU32::new(0);
