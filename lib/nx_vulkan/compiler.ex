@@ -14,6 +14,9 @@ defmodule Nx.Vulkan.Compiler do
   # The Evaluator reads `while` conditions and `cond` predicates on the host. At capture, a value
   # that depends on no argument is real (input-independent commands run at once: constant
   # folding), so such a read works and a loop with a fixed trip count unrolls into the program.
+  # A `while` whose condition depends on the arguments becomes a device loop (loops.rs, "Device
+  # loops" below): its condition and body are captured as programs of their own and the GPU
+  # thread iterates them, so the caller reads nothing mid-work.
   # Hooks: at capture every named hook records the value it is given instead of calling back;
   # those values become outputs of the program too, and each call hands them to the hook
   # functions (the `:hooks` option's, else the hook's own), in the order the Evaluator would
@@ -29,7 +32,7 @@ defmodule Nx.Vulkan.Compiler do
   # memory); the least recently built goes first.
   @behaviour Nx.Defn.Compiler
 
-  alias Nx.Defn.{Composite, Evaluator, Expr}
+  alias Nx.Defn.{Composite, Evaluator, Expr, Tree}
   alias Nx.Tensor, as: T
   alias Nx.Vulkan.Native
 
@@ -153,10 +156,14 @@ defmodule Nx.Vulkan.Compiler do
     traced = System.monotonic_time()
     evaluator = Evaluator.__compile__(key, vars, fn _ -> expr end, opts)
 
+    # The capture runs the expression with its argument-dependent loops made device loops.
+    looped = device_loops(expr, device, opts)
+    capturing = Evaluator.__compile__(key, vars, fn _ -> looped end, opts)
+
     program =
       case unsupported(expr) do
         {nil, []} ->
-          capture(evaluator, vars, [], device)
+          capture(capturing, placeholders(vars, device), [], device)
 
         {nil, hooks} ->
           # The hooks record at capture; a call hands their values to the functions the
@@ -175,8 +182,8 @@ defmodule Nx.Vulkan.Compiler do
             callbacks = Map.new(hooks, fn {name, own} -> {name, overrides[name] || own} end)
             recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
             options = Keyword.put(opts, :hooks, recorders)
-            capturing = Evaluator.__compile__(key, vars, fn _ -> expr end, options)
-            capture(capturing, vars, callbacks, device)
+            capturing = Evaluator.__compile__(key, vars, fn _ -> looped end, options)
+            capture(capturing, placeholders(vars, device), callbacks, device)
           end
 
         {reason, _} ->
@@ -270,12 +277,11 @@ defmodule Nx.Vulkan.Compiler do
   defp record_hook(name, value),
     do: Process.put(@hook_values, [{name, value} | Process.get(@hook_values, [])])
 
-  # Runs the function once on placeholders while capturing; the program, or why not. Named
-  # hooks record their values (`callbacks`: name => the function a call hands them to).
-  defp capture(evaluator, vars, callbacks, device) do
+  # Runs the function once on `placeholders` (device tensors for the arguments, one flat list)
+  # while capturing; the program, or why not. Named hooks record their values (`callbacks`:
+  # name => the function a call hands them to).
+  defp capture(evaluator, placeholders, callbacks, device) do
     Process.delete(@hook_values)
-    # The compiled function gets the arguments' tensors as one flat list.
-    placeholders = vars |> Composite.flatten_list() |> Enum.map(&placeholder(&1, device))
     Native.capture_begin(Enum.map(placeholders, & &1.data.ref), device) |> Native.unwrap!()
 
     try do
@@ -330,10 +336,172 @@ defmodule Nx.Vulkan.Compiler do
     end
   end
 
+  defp placeholders(vars, device),
+    do: vars |> Composite.flatten_list() |> Enum.map(&placeholder(&1, device))
+
   defp placeholder(var, device) do
     %T{type: {_, bits}} = t = Nx.devectorize(var)
     ref = Native.alloc_buffer(div(Nx.size(t) * bits + 7, 8), device) |> Native.unwrap!()
     %{t | data: %Nx.Vulkan.Backend{ref: ref}}
+  end
+
+  ## Device loops
+
+  # A `while` whose condition depends on the arguments (its state reaches the condition from an
+  # initial value computed from them, directly or through the body) becomes a runtime_call node
+  # whose function, at capture, records a device loop; hooks inside the loop keep it a `while`
+  # (the Evaluator's order of hook calls), as does a loop nested in a device loop's body (the
+  # body's capture then gives up, and the function runs under the Evaluator). The rewrite keeps
+  # every other node, ids included; nodes above a rewritten one are rebuilt.
+  defp device_loops(expr, device, opts) do
+    {expr, _memo} = Composite.traverse(expr, %{}, &rewrite_loop(&1, &2, device, opts))
+    expr
+  end
+
+  defp rewrite_loop(%T{data: %Expr{id: id, op: op}} = t, memo, device, opts) do
+    case memo do
+      %{^id => done} ->
+        {done, memo}
+
+      %{} ->
+        {args, memo} = Tree.apply_args(t, :scope, memo, &rewrite_loop(&1, &2, device, opts))
+        t = put_in(t.data.args, args)
+        t = if op == :while and device_loop?(t), do: to_device_loop(t, device, opts), else: t
+        {t, Map.put(memo, id, t)}
+    end
+  end
+
+  defp rewrite_loop(other, memo, _device, _opts), do: {other, memo}
+
+  defp device_loop?(%T{data: %Expr{args: [initial, _arg, pred, body]}}) do
+    initial = Composite.flatten_list([initial])
+    body = Composite.flatten_list([body])
+
+    derived =
+      for {value, i} <- Enum.with_index(initial), MapSet.size(parameters(value)) > 0,
+          into: MapSet.new(),
+          do: i
+
+    derived = reach(derived, body)
+
+    Enum.any?(parameters(pred), &MapSet.member?(derived, &1)) and
+      not has_op?(List.to_tuple([pred | body]), [:hook, :token, :attach_token, :runtime_call])
+  end
+
+  # The state slots whose values derive from the arguments: those of `derived`, and those the
+  # body computes from them, until nothing changes.
+  defp reach(derived, body) do
+    more =
+      for {out, i} <- Enum.with_index(body),
+          not MapSet.member?(derived, i),
+          Enum.any?(parameters(out), &MapSet.member?(derived, &1)),
+          into: derived,
+          do: i
+
+    if MapSet.size(more) == MapSet.size(derived), do: derived, else: reach(more, body)
+  end
+
+  # The indices of the parameters `expr` reads in its own scope (a nested loop's initial values
+  # are in scope, its body is not).
+  defp parameters(expr) do
+    {_, {_seen, params}} = Composite.traverse(expr, {%{}, MapSet.new()}, &collect_parameters/2)
+    params
+  end
+
+  defp collect_parameters(%T{data: %Expr{id: id, op: op, args: args}} = t, {seen, params} = acc) do
+    cond do
+      Map.has_key?(seen, id) ->
+        {t, acc}
+
+      op == :parameter ->
+        {t, {Map.put(seen, id, true), MapSet.put(params, hd(args))}}
+
+      true ->
+        {_, acc} = Tree.apply_args(t, :scope, {Map.put(seen, id, true), params}, &collect_parameters/2)
+        {t, acc}
+    end
+  end
+
+  defp collect_parameters(other, acc), do: {other, acc}
+
+  # Whether any of `exprs` (nested scopes included) has a node of one of `ops`.
+  defp has_op?(exprs, ops) do
+    {_, {_seen, found}} = Composite.traverse(exprs, {%{}, false}, &find_op(&1, &2, ops))
+    found
+  end
+
+  defp find_op(t, {_, true} = acc, _ops), do: {t, acc}
+
+  defp find_op(%T{data: %Expr{id: id, op: op}} = t, {seen, false}, ops) do
+    cond do
+      Map.has_key?(seen, id) -> {t, {seen, false}}
+      op in ops -> {t, {seen, true}}
+      true ->
+        {_, acc} = Tree.apply_args(t, :all, {Map.put(seen, id, true), false}, &find_op(&1, &2, ops))
+        {t, acc}
+    end
+  end
+
+  defp find_op(other, acc, _ops), do: {other, acc}
+
+  defp to_device_loop(%T{data: %Expr{args: [initial, arg, pred, body]} = data} = t, device, opts) do
+    template = Composite.traverse(arg, &Nx.to_template/1)
+    spec = %{arg: arg, pred: pred, body: body, device: device, opts: opts}
+    %{t | data: %{data | op: :runtime_call, args: [initial, &run_device_loop/2, template, spec]}}
+  end
+
+  # At capture (the Evaluator calls it with the loop's initial state): the loop's programs, and
+  # the loop recorded on them; the final state's tensors.
+  defp run_device_loop(initial, %{arg: arg, device: device} = spec) do
+    initial = [initial] |> Composite.flatten_list() |> Enum.map(&device_input(&1, device).ref)
+
+    looped =
+      case build_device_loop(spec) do
+        {:ok, looped} -> looped
+        {:gave_up, reason} -> Native.capture_give_up("a device loop: " <> reason) |> Native.unwrap!()
+      end
+
+    refs = Native.loop_run(looped, initial) |> Native.unwrap!()
+
+    results =
+      Enum.zip_with(Composite.flatten_list([arg]), refs, fn param, ref ->
+        %{Nx.to_template(param) | data: %Nx.Vulkan.Backend{ref: ref}}
+      end)
+
+    case arg do
+      %T{} -> hd(results)
+      _ -> List.to_tuple(results)
+    end
+  end
+
+  # The condition (as a u32: not zero) and the body captured over one set of state buffers, in a
+  # process of their own (this one is capturing the enclosing function).
+  defp build_device_loop(%{arg: arg, pred: pred, body: body, device: device, opts: opts}) do
+    params = Composite.flatten_list([arg])
+    zero = Expr.constant(%T{shape: {}, type: pred.type, names: []}, 0, [])
+    flag = pred |> Nx.not_equal(zero) |> Nx.as_type({:u, 32})
+
+    # (A new process has no default backend of its own: the loop's constants go to the device.)
+    Task.async(fn ->
+      Nx.with_default_backend({Nx.Vulkan.Backend, device: device}, fn ->
+        state = Enum.map(params, &placeholder(&1, device))
+        sub = &capture(Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts), state, [], device)
+
+        with %{ref: cond, output: {flag, {}}} <- sub.(flag),
+             %{ref: next, output: {out, {}}} <- sub.(body) do
+          next_refs = Enum.map(Composite.flatten_list([out]), & &1.data.ref)
+          state_refs = Enum.map(state, & &1.data.ref)
+
+          case Native.loop_new(cond, flag.data.ref, next, next_refs, state_refs) do
+            {:ok, looped} -> {:ok, looped}
+            {:error, {_kind, message}} -> {:gave_up, message}
+          end
+        else
+          {:evaluator, reason} -> {:gave_up, reason}
+        end
+      end)
+    end)
+    |> Task.await(:infinity)
   end
 
   # The device a function runs on: the :device option (checked as the backend checks it), else

@@ -112,8 +112,12 @@ nifs = [
   capture_begin: [:inputs, :device],
   capture_end: [:inputs, :outputs],
   capture_cancel: [],
+  capture_give_up: [:reason],
   program_run: [:program, :inputs],
-  program_info: [:program]
+  program_info: [:program],
+  # loops.rs (the compiler's device-side while loops)
+  loop_new: [:cond, :flag, :body, :next, :state],
+  loop_run: [:loop, :initial]
 ]
 
 defmodule Nx.Vulkan.NIF do

@@ -177,16 +177,24 @@ impl Capture {
             state.gave_up = Some("an op reads a tensor that carries a deferred check".into());
             return Ok(());
         }
-        // An op's command writes one buffer (only fused kernels, made after capture, write more).
+        // An op's command writes one buffer (only fused kernels, made after capture, and device
+        // loops write more).
         let (reads, writes) = command.accesses();
+        let looped = matches!(command, Command::Loop(_));
         let written = writes[0];
-        if writes.len() != 1 || !state.allocated.contains(&written) {
+        if (writes.len() != 1 && !looped) || !writes.iter().all(|w| state.allocated.contains(w)) {
             state.gave_up = Some("an op writes a tensor made outside the function".into());
             return Ok(());
         }
         for buffer in uses {
             let h = handle(&buffer.get()?);
             state.held.entry(h).or_insert_with(|| Held::new(buffer));
+        }
+        if looped {
+            // Always part of the program (a loop of constants runs at every replay).
+            state.derived.extend(writes.iter().copied());
+            state.commands.push(command);
+            return Ok(());
         }
         if !state.derived.contains(&written) && !reads.iter().any(|r| state.derived.contains(r)) {
             state.folded.entry(written).or_default().push(command.clone());
@@ -265,6 +273,15 @@ pub fn refuse(what: &str) -> Result<()> {
     }
 }
 
+/// Gives the calling process's capture up with `reason` (what the compiler found it cannot
+/// capture, e.g. a device loop's body); the NIF then fails as any refused op's does.
+#[rustler::nif]
+fn capture_give_up(env: Env, reason: String) -> Result<rustler::Atom> {
+    let _capture = scope(env);
+    refuse(&reason)?;
+    Ok(atoms::ok())
+}
+
 /// A captured program: its commands (with the capture's buffers in them) and what stands for
 /// what at a replay.
 pub struct Program {
@@ -305,12 +322,16 @@ impl Program {
         if let Some(cb) = self.secondary.get() {
             return Ok(cb);
         }
-        let cb = queue::record_secondary(&self.commands)?;
+        let cb = queue::record_secondary(&self.commands, false)?;
         Ok(self.secondary.get_or_init(|| cb))
     }
 
     pub fn prerecorded(&self) -> bool {
         self.prerecorded
+    }
+
+    pub fn device(&self) -> usize {
+        self.device
     }
 
     /// What a replay binds in place of the captured buffers: (captured handle, the replay's
@@ -329,7 +350,7 @@ impl Program {
     }
 }
 
-pub struct ProgramRef(Arc<Program>);
+pub struct ProgramRef(pub Arc<Program>);
 
 #[rustler::resource_impl]
 impl rustler::Resource for ProgramRef {}
@@ -458,9 +479,12 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let inputs_sized: Vec<(u64, u64)> = input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect();
+    // A device loop submits and waits mid-way: it cannot be part of one command buffer.
+    let has_loop = commands.iter().any(|c| matches!(c, Command::Loop(_)));
     let program = Program {
         device: capture.device,
-        prerecorded: PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), &inputs_sized, &fresh)),
+        prerecorded: !has_loop
+            && PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), &inputs_sized, &fresh)),
         commands,
         _held: state.held.drain().map(|(_, h)| h).collect(),
         inputs: inputs_sized,
@@ -526,7 +550,8 @@ fn share_buffers(commands: Vec<Command>, levels: &[usize], keep: &HashSet<u64>) 
         let bindings: SmallVec<[Subbuffer<[u8]>; 8]> = match command {
             Command::Dispatch(d) => d.bindings.iter().cloned().collect(),
             Command::Copy { src, dst, .. } => SmallVec::from_vec(vec![src.clone(), dst.clone()]),
-            Command::Program(_) => return (commands, HashSet::new()),
+            // Not shared around programs and loops (their buffers are bound inside them).
+            Command::Program(_) | Command::Loop(_) => return (commands, HashSet::new()),
         };
         for binding in bindings {
             let h = handle(&binding);
@@ -564,17 +589,7 @@ fn share_buffers(commands: Vec<Command>, levels: &[usize], keep: &HashSet<u64>) 
         return (commands, HashSet::new());
     }
     let swapped = |b: &Subbuffer<[u8]>| swap.get(&handle(b)).cloned().unwrap_or_else(|| b.clone());
-    let commands = commands
-        .into_iter()
-        .map(|command| match command {
-            Command::Dispatch(mut d) => {
-                d.bindings.iter_mut().for_each(|b| *b = swapped(b));
-                Command::Dispatch(d)
-            }
-            Command::Copy { src, dst, bytes } => Command::Copy { src: swapped(&src), dst: swapped(&dst), bytes },
-            other => other,
-        })
-        .collect();
+    let commands = commands.iter().map(|command| command.with_buffers(swapped)).collect();
     (commands, swap.keys().copied().collect())
 }
 
@@ -673,18 +688,7 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
     // kernel's time is its own (bench/program_times.exs).
     let substitutes = program.substitutes(&replay);
     let swap = |b: &Subbuffer<[u8]>| queue::substitute(&substitutes, b).clone();
-    let mut commands = Vec::with_capacity(program.commands.len());
-    for command in &program.commands {
-        commands.push(match command {
-            Command::Dispatch(d) => {
-                let mut d = d.clone();
-                d.bindings.iter_mut().for_each(|b| *b = swap(b));
-                Command::Dispatch(d)
-            }
-            Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
-            Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
-        });
-    }
+    let commands: Vec<Command> = program.commands.iter().map(|c| c.with_buffers(swap)).collect();
     // Replays share the program's intermediates: one replay's commands must reach the queue
     // together, or another process's replay could overwrite an intermediate between a write and
     // the read that needs it (the hazard tracking orders whole replays, not interleaved ones).
@@ -724,6 +728,7 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         .iter()
         .map(|c| match c {
             Command::Dispatch(d) => d.name,
+            Command::Loop(_) => "device_loop",
             _ => "buffer_copy",
         })
         .collect();

@@ -310,6 +310,8 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("submit_bytes", queue::SUBMIT_BYTES.load(Ordering::Relaxed).encode(env)),
             ("submit_programs", queue::SUBMIT_PROGRAMS.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),
+            ("loop_chunks", load(&stats.loop_chunks)),
+            ("loop_iterations", load(&stats.loop_iterations)),
             ("recorded", load(&stats.recorded)),
             ("barriers", load(&stats.barriers)),
             ("submissions", load(&stats.submissions)),

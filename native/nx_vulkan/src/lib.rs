@@ -9,6 +9,7 @@ mod error;
 mod events;
 mod exit_guard;
 mod fuse;
+mod loops;
 mod memory;
 mod ops;
 mod peephole;

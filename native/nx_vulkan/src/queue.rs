@@ -70,6 +70,27 @@ pub enum Command {
     /// pre-recorded one as copies of `inputs` into its placeholders, its command buffer, copies of
     /// its outputs into `outputs`; any other as its commands recorded with those buffers bound.
     Program(Replay),
+    /// A device-side `while` of a compiled program (loops.rs): `initial` copied into the loop's
+    /// state, iterations until its condition is false, the state copied into `outputs`. The GPU
+    /// thread runs it, reading the condition between chunks of iterations (`Recorder::run_loop`).
+    Loop(LoopRun),
+}
+
+#[derive(Clone)]
+pub struct LoopRun {
+    pub looped: Arc<crate::loops::Loop>,
+    pub initial: SmallVec<[Subbuffer<[u8]>; 8]>,
+    pub outputs: SmallVec<[Subbuffer<[u8]>; 8]>,
+}
+
+impl LoopRun {
+    fn with_buffers(&self, swap: impl Fn(&Subbuffer<[u8]>) -> Subbuffer<[u8]>) -> LoopRun {
+        LoopRun {
+            looped: self.looped.clone(),
+            initial: self.initial.iter().map(&swap).collect(),
+            outputs: self.outputs.iter().map(&swap).collect(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -91,6 +112,22 @@ impl Command {
             }
             Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), SmallVec::from_slice(&[handle(dst)])),
             Command::Program(_) => (SmallVec::new(), SmallVec::new()),
+            Command::Loop(l) => (l.initial.iter().map(handle).collect(), l.outputs.iter().map(handle).collect()),
+        }
+    }
+
+    /// The command with every buffer it binds replaced by `swap`'s (a replay's substitutes, a
+    /// shared buffer). A program has none of its own here.
+    pub fn with_buffers(&self, swap: impl Fn(&Subbuffer<[u8]>) -> Subbuffer<[u8]>) -> Command {
+        match self {
+            Command::Dispatch(d) => {
+                let mut d = d.clone();
+                d.bindings.iter_mut().for_each(|b| *b = swap(b));
+                Command::Dispatch(d)
+            }
+            Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
+            Command::Program(r) => Command::Program(r.clone()),
+            Command::Loop(l) => Command::Loop(l.with_buffers(swap)),
         }
     }
 
@@ -101,6 +138,7 @@ impl Command {
                 (r.program.commands.len() + copy_dispatches(r.inputs.len()) + copy_dispatches(r.outputs.len())) as u64
             }
             Command::Program(r) => r.program.commands.len() as u64,
+            Command::Loop(l) => (copy_dispatches(l.initial.len()) + copy_dispatches(l.outputs.len())) as u64,
             _ => 1,
         }
     }
@@ -112,6 +150,7 @@ impl Command {
             Command::Dispatch(d) => d.bindings[d.bindings.len() - d.writes..].iter().map(|b| b.size()).sum(),
             Command::Copy { bytes, .. } => *bytes,
             Command::Program(r) => r.outputs.iter().map(|b| b.size()).sum(),
+            Command::Loop(l) => l.outputs.iter().map(|b| b.size()).sum(),
         }
     }
 }
@@ -304,6 +343,10 @@ pub struct Stats {
     pub recorded: AtomicU64,
     /// Submissions made for their work (SUBMIT_BYTES), before a flush or the cap asked.
     pub early_submissions: AtomicU64,
+    /// Chunks of device-loop iterations the GPU thread submitted and waited for (loops.rs),
+    /// and the iterations they ran (including those after the condition turned false).
+    pub loop_chunks: AtomicU64,
+    pub loop_iterations: AtomicU64,
     pub barriers: AtomicU64,
     pub submissions: AtomicU64,
     pub flushes: [AtomicU64; FLUSH_REASONS],
@@ -323,6 +366,8 @@ impl Stats {
         Stats {
             recorded: AtomicU64::new(0),
             early_submissions: AtomicU64::new(0),
+            loop_chunks: AtomicU64::new(0),
+            loop_iterations: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
             submissions: AtomicU64::new(0),
             flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
@@ -770,6 +815,7 @@ unsafe fn record_into(
                 record_dispatch_tracked(cb, hazards, bound, d, &bindings)?;
             }
             Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
+            Command::Loop(_) => return Err(Error::Vulkan("a device loop inside a pre-recorded command buffer".into())),
         }
     }
     Ok(())
@@ -798,32 +844,6 @@ unsafe fn record_dispatch_tracked(
     Ok(())
 }
 
-/// A program's replay recorded afresh (a program that is not pre-recorded): its commands with the
-/// caller's inputs and the fresh outputs bound in place of the placeholders and the captured
-/// outputs, through the open batch's hazard tracking (the barriers a replay queued command by
-/// command would get, at no channel, queue-entry or copy cost per command).
-unsafe fn record_direct(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
-    let substitutes = replay.program.substitutes(replay);
-    for command in &replay.program.commands {
-        unsafe {
-            match command {
-                Command::Dispatch(d) => {
-                    let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
-                        d.bindings.iter().map(|b| substitute(&substitutes, b)).collect();
-                    record_dispatch_tracked(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, d, &bindings)?;
-                }
-                Command::Copy { src, dst, bytes } => {
-                    let (src, dst) = (substitute(&substitutes, src).clone(), substitute(&substitutes, dst).clone());
-                    let copy = Command::Copy { src, dst, bytes: *bytes };
-                    record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)?;
-                }
-                Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The buffer a replay binds in place of the captured `buffer` (itself when it is an intermediate).
 pub fn substitute<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], buffer: &'r Subbuffer<[u8]>) -> &'r Subbuffer<[u8]> {
     let h = handle(buffer);
@@ -845,7 +865,9 @@ fn command_buffer(
 /// Records `commands` once into a secondary command buffer that many submissions may execute
 /// (a compiled program's: capture.rs), with its own barriers; the GPU thread calls this at the
 /// program's first replay (it may wait there for pipelines still being built).
-pub fn record_secondary(commands: &[Command]) -> Result<CommandBuffer> {
+/// With `trailing_barrier` it ends with a full barrier (a device loop's iteration, executed
+/// several times in a row: loops.rs).
+pub fn record_secondary(commands: &[Command], trailing_barrier: bool) -> Result<CommandBuffer> {
     let mut cb = command_buffer(
         CommandBufferLevel::Secondary,
         CommandBufferUsage::SimultaneousUse,
@@ -854,6 +876,9 @@ pub fn record_secondary(commands: &[Command]) -> Result<CommandBuffer> {
     let (mut hazards, mut bound) = (Hazards::default(), vk::Pipeline::null());
     for command in commands {
         unsafe { record_into(&mut cb, &mut hazards, &mut bound, command)? };
+    }
+    if trailing_barrier {
+        unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
     }
     unsafe { cb.end() }.map_err(|e| Error::vulkan("ending a program's command buffer", e))
 }
@@ -881,24 +906,47 @@ unsafe fn record_replay(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
     Ok(())
 }
 
+/// Whole-buffer copies (source, destination; as many bytes as the smaller holds), recorded into
+/// the open batch (see copy_commands).
+unsafe fn record_copies(batch: &mut OpenBatch, pairs: &[(&Subbuffer<[u8]>, &Subbuffer<[u8]>)]) -> Result<()> {
+    for copy in copy_commands(pairs, None)? {
+        unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)? };
+    }
+    Ok(())
+}
+
 /// Whole-buffer copies (source, destination; as many bytes as the smaller holds) as dispatches
 /// of copy_multi.comp, 8 pairs each: on the H200 a vkCmdCopyBuffer per buffer cost the MNIST
 /// step's replay ~30 us of GPU time for 11 small copies, where one dispatch's copies overlap.
 /// A pair the kernel cannot bind (not whole 16-byte vectors, past the binding range) is a plain
-/// buffer copy.
-unsafe fn record_copies(batch: &mut OpenBatch, pairs: &[(&Subbuffer<[u8]>, &Subbuffer<[u8]>)]) -> Result<()> {
+/// buffer copy. With a `gate` (a u32), the dispatches copy nothing while it is 0 (a device
+/// loop's state update), and a pair the kernel cannot bind is an error.
+pub fn copy_commands(
+    pairs: &[(&Subbuffer<[u8]>, &Subbuffer<[u8]>)],
+    gate: Option<&Subbuffer<[u8]>>,
+) -> Result<Vec<Command>> {
     let range = ctx()?.info.max_storage_buffer_range;
     let bytes = |(src, dst): &(&Subbuffer<[u8]>, &Subbuffer<[u8]>)| src.size().min(dst.size());
     let (vectors, plain): (SmallVec<[_; 8]>, SmallVec<[_; 8]>) =
         pairs.iter().partition(|p| bytes(p) % 16 == 0 && bytes(p) > 0 && bytes(p) <= range);
+    let mut commands = Vec::new();
     for pair in plain.into_iter().filter(|p| bytes(p) > 0) {
-        let copy = Command::Copy { src: pair.0.clone(), dst: pair.1.clone(), bytes: bytes(pair) };
-        unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)? };
+        if gate.is_some() {
+            return Err(crate::error::unsupported!(
+                "a device loop's state tensor of {} bytes (past one binding's {range})",
+                bytes(pair)
+            ));
+        }
+        commands.push(Command::Copy { src: pair.0.clone(), dst: pair.1.clone(), bytes: bytes(pair) });
     }
     if vectors.is_empty() {
-        return Ok(());
+        return Ok(commands);
     }
-    let pipeline = crate::pipelines::pipeline(crate::shaders::copy_multi, 0)?;
+    let (kernel, name) = match gate {
+        Some(_) => (crate::shaders::copy_multi_gated, "copy_multi_gated"),
+        None => (crate::shaders::copy_multi, "copy_multi"),
+    };
+    let pipeline = crate::pipelines::pipeline(kernel, 0)?;
     for chunk in vectors.chunks(COPY_PAIRS) {
         let mut push = [0u32; PUSH_WORDS];
         let mut units = 0u64;
@@ -909,13 +957,13 @@ unsafe fn record_copies(batch: &mut OpenBatch, pairs: &[(&Subbuffer<[u8]>, &Subb
         }
         // Unused pairs bind the first pair's buffers (size 0: never touched).
         let slot = |p: usize| chunk.get(p).unwrap_or(&chunk[0]);
-        let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = (0..COPY_PAIRS).map(|p| slot(p).0.clone()).collect();
+        let mut bindings: SmallVec<[Subbuffer<[u8]>; 4]> = gate.into_iter().cloned().collect();
+        bindings.extend((0..COPY_PAIRS).map(|p| slot(p).0.clone()));
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).1.clone()));
         let groups = crate::ops::elementwise_groups(units);
-        let copy = Dispatch { name: "copy_multi", pipeline: pipeline.clone(), bindings, push, groups, writes: COPY_PAIRS };
-        unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &Command::Dispatch(copy))? };
+        commands.push(Command::Dispatch(Dispatch { name, pipeline: pipeline.clone(), bindings, push, groups, writes: COPY_PAIRS }));
     }
-    Ok(())
+    Ok(commands)
 }
 
 /// Copy pairs one copy_multi.comp dispatch takes.
@@ -1011,25 +1059,122 @@ impl Recorder {
         })
     }
 
-    fn record(&mut self, queued: Queued) -> Result<()> {
+    /// The open command buffer, begun if there is none.
+    fn batch(&mut self) -> Result<&mut OpenBatch> {
         if self.open.is_none() {
             self.open = Some(self.begin()?);
         }
-        let batch = self.open.as_mut().unwrap();
+        Ok(self.open.as_mut().unwrap())
+    }
+
+    fn record(&mut self, queued: Queued) -> Result<()> {
         let started = Instant::now();
+        // A loop submits and waits mid-way: its time is not recording time.
+        let mut waited = Duration::ZERO;
         match &queued.command {
-            Command::Program(replay) if replay.program.prerecorded() => unsafe { record_replay(batch, replay)? },
-            Command::Program(replay) => unsafe { record_direct(batch, replay)? },
-            command => unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? },
+            Command::Program(replay) if replay.program.prerecorded() => unsafe { record_replay(self.batch()?, replay)? },
+            Command::Program(replay) => waited = self.record_direct(replay)?,
+            Command::Loop(run) => waited = self.run_loop(run)?,
+            command => {
+                let batch = self.batch()?;
+                unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? }
+            }
         }
+        // The command stays with the last command buffer it recorded into, which completes last.
+        let batch = self.batch()?;
         batch.written_bytes += queued.bytes;
         batch.commands.push(queued);
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
             // After command i (1-based): its end, and the next one's start.
             unsafe { batch.cb.write_timestamp_unchecked(pool, batch.commands.len() as u32, PipelineStage::BottomOfPipe) };
         }
-        batch.recording_ns += started.elapsed().as_nanos() as u64;
+        batch.recording_ns += started.elapsed().saturating_sub(waited).as_nanos() as u64;
         Ok(())
+    }
+
+    /// A program's replay recorded afresh (a program that is not pre-recorded): its commands
+    /// with the caller's inputs and the fresh outputs bound in place of the placeholders and the
+    /// captured outputs, through the open batch's hazard tracking (the barriers a replay queued
+    /// command by command would get, at no channel, queue-entry or copy cost per command).
+    /// Returns the time its device loops spent submitting and waiting.
+    fn record_direct(&mut self, replay: &Replay) -> Result<Duration> {
+        let substitutes = replay.program.substitutes(replay);
+        let mut waited = Duration::ZERO;
+        for command in &replay.program.commands {
+            match command {
+                Command::Dispatch(d) => {
+                    let batch = self.batch()?;
+                    let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
+                        d.bindings.iter().map(|b| substitute(&substitutes, b)).collect();
+                    unsafe {
+                        record_dispatch_tracked(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, d, &bindings)?
+                    };
+                }
+                Command::Copy { .. } => {
+                    let batch = self.batch()?;
+                    let copy = command.with_buffers(|b| substitute(&substitutes, b).clone());
+                    unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)? };
+                }
+                Command::Loop(run) => waited += self.run_loop(&run.with_buffers(|b| substitute(&substitutes, b).clone()))?,
+                Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
+            }
+        }
+        Ok(waited)
+    }
+
+    /// A device loop (loops.rs): its initial state copied in, then chunks of iterations, each
+    /// submitted and waited for, its last condition read from the host-visible copy, until a
+    /// chunk ends with the condition false; the state copied out into the command's outputs in
+    /// the open command buffer. Returns the time spent submitting and waiting.
+    fn run_loop(&mut self, run: &LoopRun) -> Result<Duration> {
+        let l = &run.looped;
+        let (step, check) = (l.step()?, l.check()?);
+        let fns = ctx()?.device.fns();
+        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(&l.state).collect();
+        let batch = self.batch()?;
+        unsafe {
+            batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+            batch.hazards = Hazards::default();
+            record_copies(batch, &initial)?;
+        }
+        let mut waited = Duration::ZERO;
+        let mut chunk = 1usize;
+        loop {
+            let batch = self.batch()?;
+            let steps: SmallVec<[vk::CommandBuffer; 16]> = std::iter::repeat_n(step.handle(), chunk).collect();
+            unsafe {
+                batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), chunk as u32, steps.as_ptr());
+                (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), 1, &check.handle());
+                let flag = CopyBufferInfo::buffers(l.flag.clone().slice(..4), l.staging.clone().slice(..4));
+                batch.cb.copy_buffer_unchecked(&flag);
+            }
+            batch.hazards = Hazards::default();
+            // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
+            batch.bound_pipeline = vk::Pipeline::null();
+            stats().barriers.fetch_add(chunk as u64 + 2, Ordering::Relaxed);
+            let started = Instant::now();
+            self.submit(true, "loop")?;
+            let took = started.elapsed();
+            waited += took;
+            stats().loop_chunks.fetch_add(1, Ordering::Relaxed);
+            stats().loop_iterations.fetch_add(chunk as u64, Ordering::Relaxed);
+            let guard = l.staging.read().map_err(|e| Error::vulkan("mapping a device loop's condition", e))?;
+            let go = u32::from_ne_bytes([guard[0], guard[1], guard[2], guard[3]]) != 0;
+            drop(guard);
+            if !go {
+                break;
+            }
+            chunk = if took < crate::loops::CHUNK_TARGET {
+                (chunk * 2).min(crate::loops::MAX_CHUNK)
+            } else {
+                (chunk / 2).max(1)
+            };
+        }
+        let outputs: SmallVec<[_; 8]> = l.state.iter().zip(&run.outputs).collect();
+        let batch = self.batch()?;
+        unsafe { record_copies(batch, &outputs)? };
+        Ok(waited)
     }
 
     /// Ends and submits the open command buffer, if any, keeping at most MAX_IN_FLIGHT
@@ -1117,6 +1262,8 @@ impl Recorder {
                         Command::Dispatch(d) => d.name,
                         Command::Copy { .. } => "buffer_copy",
                         Command::Program(_) => "compiled_program",
+                        // The part in this command buffer: the state's copy out.
+                        Command::Loop(_) => "device_loop",
                     };
                     let entry = times.entry(name).or_default();
                     entry.0 += 1;

@@ -162,6 +162,7 @@ kernels! {
     copy_starts_b8 => "shaders/copy.comp", "T" = "uint64_t", "STARTS" = "1";
     dynamic_offset => "shaders/dynamic_offset.comp";
     copy_multi => "shaders/copy_multi.comp";
+    copy_multi_gated => "shaders/copy_multi.comp", "GATED" = "1";
 
     fill_b1 => "shaders/fill.comp", "T" = "uint8_t", "ELEM_BYTES" = "1";
     fill_b2 => "shaders/fill.comp", "T" = "uint16_t", "ELEM_BYTES" = "2";

@@ -1,0 +1,195 @@
+//! Device-side `while` loops in compiled programs.
+//!
+//! Under `Nx.Defn.Evaluator` a `while` whose condition depends on the arguments reads that
+//! condition on the host every iteration: a flush and a fence wait per iteration in the caller.
+//! The compiler (compiler.ex) instead captures the condition and the body as two programs over
+//! one set of state buffers (the placeholders of both) and queues a `Command::Loop`: the GPU
+//! thread runs the loop itself (queue.rs, `Recorder::run_loop`), the caller gets its results at
+//! once like any op's.
+//!
+//! One iteration is the condition (a u32 flag: the predicate is not zero), the body into its own
+//! output buffers, and a copy of those into the state gated by the flag (copy_multi.comp's GATED
+//! variant): once the condition is false the state stops changing, so running more iterations
+//! than needed computes nothing different. The GPU thread runs iterations in chunks, one
+//! pre-recorded command buffer executed k times and the condition once more, then reads the flag
+//! after the fence: a chunk that ends with the condition false ends the loop. Chunks double from
+//! one iteration while they take under CHUNK_TARGET and halve past it, so a long loop of small
+//! bodies costs a fence wait per many iterations, and a loop of heavy bodies wastes at most one
+//! chunk's iterations (of at most CHUNK_TARGET) after its condition turns false.
+use crate::capture::ProgramRef;
+use crate::error::{Error, Result};
+use crate::queue::{self, Command, LoopRun};
+use crate::tensor::{self, BufferRef};
+use rustler::{Encoder, Env, ResourceArc, Term};
+use smallvec::SmallVec;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use vulkano::buffer::Subbuffer;
+use vulkano::command_buffer::CommandBuffer;
+
+/// Chunk sizes: at most this many iterations between two reads of the condition.
+pub const MAX_CHUNK: usize = 256;
+/// A chunk that took less than this (submission to fence) is followed by one twice as long.
+pub const CHUNK_TARGET: Duration = Duration::from_millis(2);
+
+pub struct Loop {
+    device: usize,
+    /// The loop state, one buffer per state tensor (both programs' placeholders).
+    pub state: Vec<Subbuffer<[u8]>>,
+    /// Where the condition program writes its flag, and the host-visible buffer a chunk's last
+    /// flag is copied to.
+    pub flag: Subbuffer<[u8]>,
+    pub staging: Subbuffer<[u8]>,
+    /// The condition's commands, and one iteration's (condition, body, gated copies).
+    check_commands: Vec<Command>,
+    step_commands: Vec<Command>,
+    check: OnceLock<CommandBuffer>,
+    step: OnceLock<CommandBuffer>,
+    /// What the commands bind: both programs (their intermediates), the state and flag tensors,
+    /// the body's results (a constant one is a tensor of its own), scratch buffers.
+    _programs: [ResourceArc<ProgramRef>; 2],
+    _tensors: Vec<BufferRef>,
+}
+
+impl Loop {
+    /// The condition alone, recorded at the first run (by the GPU thread).
+    pub fn check(&self) -> Result<&CommandBuffer> {
+        secondary(&self.check, &self.check_commands)
+    }
+
+    /// One iteration, recorded at the first run (by the GPU thread).
+    pub fn step(&self) -> Result<&CommandBuffer> {
+        secondary(&self.step, &self.step_commands)
+    }
+}
+
+fn secondary<'a>(cell: &'a OnceLock<CommandBuffer>, commands: &[Command]) -> Result<&'a CommandBuffer> {
+    if let Some(cb) = cell.get() {
+        return Ok(cb);
+    }
+    // Ends with a full barrier, so the next execution (the same iteration again) sees its writes.
+    let cb = queue::record_secondary(commands, true)?;
+    Ok(cell.get_or_init(|| cb))
+}
+
+pub struct LoopRef(pub Arc<Loop>);
+
+#[rustler::resource_impl]
+impl rustler::Resource for LoopRef {}
+
+/// A loop from its condition program (placeholders `state`, one output: `flag`, a u32 scalar)
+/// and its body program (placeholders `state`, outputs `next`: the next state, in order).
+#[rustler::nif]
+fn loop_new<'a>(
+    env: Env<'a>,
+    cond: ResourceArc<ProgramRef>,
+    flag: BufferRef,
+    body: ResourceArc<ProgramRef>,
+    next: Vec<BufferRef>,
+    state: Vec<BufferRef>,
+) -> Result<Term<'a>> {
+    let device = cond.0.device();
+    let _device = crate::context::use_device(device)?;
+    // Scratch buffers are allocated here (in the process that captured the programs).
+    let _capture = crate::capture::scope(env);
+    if body.0.device() != device || state.iter().chain(&next).chain([&flag]).any(|b| b.device != device) {
+        return Err(crate::error::arg_error!("a device loop's programs and buffers must be on one device"));
+    }
+    if next.len() != state.len() {
+        return Err(crate::error::arg_error!(
+            "a device loop's body returns {} tensors for a state of {}",
+            next.len(),
+            state.len()
+        ));
+    }
+    if let Some((i, _)) = next.iter().zip(&state).enumerate().find(|(_, (n, s))| n.bytes != s.bytes) {
+        return Err(crate::error::arg_error!("a device loop's body changes the size of state tensor {i}"));
+    }
+    let state_buffers: Vec<Subbuffer<[u8]>> = state.iter().map(|b| b.get()).collect::<Result<_>>()?;
+    let flag_buffer = flag.get()?;
+    let handles: HashSet<u64> = state_buffers.iter().map(queue::handle).collect();
+    let mut tensors: Vec<BufferRef> = state.iter().chain(&next).cloned().collect();
+    tensors.push(flag.clone());
+    // The gated copies read every source while writing the state, all at once: a state tensor
+    // the body returns in another slot (`{b, a + b}`) is copied aside first.
+    let mut aside = Vec::new();
+    let mut pairs: Vec<(Subbuffer<[u8]>, Subbuffer<[u8]>)> = Vec::new();
+    for (n, dst) in next.iter().zip(&state_buffers) {
+        let src = n.get()?;
+        if queue::handle(&src) == queue::handle(dst) {
+            continue;
+        }
+        let src = if handles.contains(&queue::handle(&src)) {
+            let scratch = tensor::alloc(n.bytes)?;
+            let buffer = scratch.get()?;
+            aside.push(Command::Copy { src: src.clone(), dst: buffer.clone(), bytes: src.size().min(buffer.size()) });
+            tensors.push(scratch);
+            buffer
+        } else {
+            src
+        };
+        pairs.push((src, dst.clone()));
+    }
+    let check_commands = cond.0.commands.clone();
+    let mut step_commands = check_commands.clone();
+    step_commands.extend(body.0.commands.iter().cloned());
+    step_commands.extend(aside);
+    let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
+    step_commands.extend(queue::copy_commands(&pairs, Some(&flag_buffer))?);
+    let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?;
+    let l = Loop {
+        device,
+        state: state_buffers,
+        flag: flag_buffer,
+        staging,
+        check_commands,
+        step_commands,
+        check: OnceLock::new(),
+        step: OnceLock::new(),
+        _programs: [cond, body],
+        _tensors: tensors,
+    };
+    // Encoded here: a resource of vulkano objects is not UnwindSafe, as a NIF's result must be.
+    Ok(ResourceArc::new(LoopRef(Arc::new(l))).encode(env))
+}
+
+/// Runs a loop from `initial` (tensors of the state's sizes): queues it (or adds it to the
+/// calling process's capture) and returns the final state's tensors at once.
+#[rustler::nif]
+fn loop_run(env: Env, looped: ResourceArc<LoopRef>, initial: Vec<BufferRef>) -> Result<Vec<BufferRef>> {
+    let l = &looped.0;
+    let _device = crate::context::use_device(l.device)?;
+    let _capture = crate::capture::scope(env);
+    if initial.len() != l.state.len() {
+        return Err(crate::error::arg_error!("a device loop takes {} tensors, got {}", l.state.len(), initial.len()));
+    }
+    if let Some(other) = initial.iter().find(|b| b.device != l.device) {
+        return Err(Error::OtherDevice(format!(
+            "a device loop on Vulkan device {} got a tensor on device {}",
+            l.device, other.device
+        )));
+    }
+    let mut in_buffers: SmallVec<[Subbuffer<[u8]>; 8]> = SmallVec::new();
+    let mut outputs = Vec::with_capacity(initial.len());
+    let mut out_buffers: SmallVec<[Subbuffer<[u8]>; 8]> = SmallVec::new();
+    for (t, s) in initial.iter().zip(&l.state) {
+        in_buffers.push(t.get()?);
+        let out = tensor::alloc(t.bytes)?;
+        if s.size() < t.bytes {
+            return Err(crate::error::arg_error!("a device loop's initial state tensor is larger than its state"));
+        }
+        out_buffers.push(out.get()?);
+        outputs.push(out);
+    }
+    let from: SmallVec<[&BufferRef; 8]> = initial.iter().collect();
+    for out in &outputs {
+        crate::checks::inherit(out, &from)?;
+    }
+    let run = LoopRun { looped: l.clone(), initial: in_buffers, outputs: out_buffers };
+    {
+        let uses: SmallVec<[&BufferRef; 16]> = initial.iter().chain(&outputs).collect();
+        crate::capture::record(Command::Loop(run), &uses)?;
+    }
+    Ok(outputs)
+}
