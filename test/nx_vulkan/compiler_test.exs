@@ -52,6 +52,76 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
   defn divide_ints(a, b) do
     Nx.quotient(a, b)
   end
+
+  # Device loops: `while`s whose condition depends on the arguments.
+  defn double_until(x, limit) do
+    {x, i, _} =
+      while {x, i = 0, limit}, Nx.sum(x) < limit do
+        {x * 2, i + 1, limit}
+      end
+
+    {x, i}
+  end
+
+  # State slots that swap (`{b, a + b}`), and one returned unchanged.
+  defn fib(n) do
+    {_, a, b, _} =
+      while {i = 0, a = 0, b = 1, n}, i < n do
+        {i + 1, b, a + b, n}
+      end
+
+    {a, b}
+  end
+
+  # A single tensor as the state.
+  defn triple_until(x) do
+    while x, Nx.all(x < 1000) do
+      x * 3
+    end
+  end
+
+  # Work before, between and after two loops; a u8 slot the body sets to a constant, f64 math.
+  defn around_loops(x, n) do
+    y = Nx.exp(x)
+
+    {y, _, _} =
+      while {y, i = 0, n}, i < n do
+        {Nx.sin(y) + 1, i + 1, n}
+      end
+
+    z = Nx.as_type(y, :f64)
+
+    {z, j, k} =
+      while {z, j = n, _k = Nx.tensor(3, type: :u8)}, j > 0 and Nx.sum(z) > -1 do
+        {Nx.cos(z) * 1.5, j - 1, Nx.tensor(7, type: :u8)}
+      end
+
+    {Nx.sum(y) + Nx.as_type(Nx.sum(z), :f32), j, k}
+  end
+
+  # A loop inside a device loop's body whose condition depends on the outer state.
+  defn nested(x, n) do
+    {x, _, _} =
+      while {x, i = 0, n}, i < n do
+        {x, _, _} =
+          while {x, j = 0, i}, j < i do
+            {x + 1, j + 1, i}
+          end
+
+        {x * 2, i + 1, n}
+      end
+
+    x
+  end
+
+  defn hooked_loop(x, n) do
+    {x, _, _} =
+      while {x, i = 0, n}, i < n do
+        {hook(x * 2, :step), i + 1, n}
+      end
+
+    x
+  end
 end
 
 defmodule Nx.Vulkan.CompilerTest do
@@ -925,6 +995,82 @@ defmodule Nx.Vulkan.CompilerTest do
       actual = Nx.Defn.jit(f, compiler: Nx.Vulkan).(x)
       assert actual.vectorized_axes == [rows: 3]
       assert Nx.to_binary(Nx.devectorize(actual)) == Nx.to_binary(Nx.devectorize(expected))
+    end
+  end
+
+  describe "device loops" do
+    test "a while whose condition depends on the arguments compiles, bit for bit" do
+      x = random({3, 5})
+
+      {_, delta} =
+        census_delta(fn ->
+          # Zero iterations, a few, and many (chunks of iterations up to 256 and past them).
+          assert_same(&Fns.double_until/2, [
+            [Nx.abs(x), Nx.tensor(-1.0)],
+            [Nx.abs(x), Nx.tensor(1.0e3)],
+            [Nx.multiply(Nx.abs(x), 1.0e-30), Nx.tensor(1.0e30)]
+          ])
+
+          assert_same(&Fns.fib/1, [[Nx.tensor(0)], [Nx.tensor(1)], [Nx.tensor(40)], [Nx.tensor(700)]])
+          assert_same(&Fns.triple_until/1, [[Nx.tensor([1, 2, 5])], [Nx.tensor([2000, 1, 1])]])
+
+          assert_same(&Fns.around_loops/2, [
+            [x, Nx.tensor(0)],
+            [x, Nx.tensor(5)],
+            [Nx.negate(x), Nx.tensor(300)]
+          ])
+        end)
+
+      # (Another test may have built fib's program already.)
+      assert %{replays: 12, evaluator: %{}} = delta
+      {_, i} = Nx.Defn.jit(&Fns.double_until/2, compiler: Nx.Vulkan).(Nx.abs(x), Nx.tensor(1.0e3))
+      assert Nx.to_number(i) > 0
+      info = Nx.Vulkan.program_info(&Fns.around_loops/2, [x, Nx.tensor(5)])
+      assert Enum.count(info.kernels, &(&1 == "device_loop")) == 2
+      refute info.prerecorded
+    end
+
+    test "every batch cap, and concurrent callers of one compiled loop" do
+      compiled = Nx.Defn.jit(&Fns.fib/1, compiler: Nx.Vulkan)
+      expected = for n <- 0..40, do: Nx.Defn.jit(&Fns.fib/1).(Nx.tensor(n)) |> bits()
+
+      for cap <- [0, 1, 4, 64] do
+        Nx.Vulkan.set_batch_max(cap)
+        assert Enum.map(0..40, &bits(compiled.(Nx.tensor(&1)))) == expected
+      end
+
+      results =
+        0..40
+        |> Task.async_stream(&bits(compiled.(Nx.tensor(&1))), max_concurrency: 8, timeout: :infinity)
+        |> Enum.map(fn {:ok, r} -> r end)
+
+      assert results == expected
+    end
+
+    test "loops the device does not run: nested in a device loop's body, or with hooks" do
+      x = random({4})
+
+      {_, delta} =
+        census_delta(fn -> assert_same(&Fns.nested/2, [[x, Nx.tensor(4)]]) end)
+
+      assert [{"a device loop: a host read" <> _, 1}] = Map.to_list(delta.evaluator)
+
+      parent = self()
+
+      hooked =
+        Nx.Defn.jit(&Fns.hooked_loop/2,
+          compiler: Nx.Vulkan,
+          hooks: %{step: &send(parent, {:step, Nx.to_binary(&1)})}
+        )
+
+      {result, delta} = census_delta(fn -> hooked.(x, Nx.tensor(3)) end)
+      assert Nx.to_binary(result) == Nx.to_binary(Nx.multiply(x, 8))
+      assert [{"a host read" <> _, 1}] = Map.to_list(delta.evaluator)
+
+      for k <- [2, 4, 8] do
+        expected = Nx.to_binary(Nx.multiply(x, k))
+        assert_receive {:step, ^expected}
+      end
     end
   end
 

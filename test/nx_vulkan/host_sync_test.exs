@@ -277,6 +277,31 @@ defmodule Nx.Vulkan.HostSyncTest do
     assert Map.get(syncs, :download, 0) == if(read_in_place?(6 * 7 * 4), do: 0, else: 1)
   end
 
+  test "compiler: Nx.Vulkan: the while loop of dynamic slices is a device loop, one sync at the read" do
+    n = 600
+    t = Nx.iota({9, 8}, type: :f32, backend: Nx.Vulkan.Backend)
+    acc = Nx.broadcast(Nx.tensor(0.0, backend: Nx.Vulkan.Backend), {6, 7})
+    compiled = Nx.Defn.jit(&Defns.slice_loop/3, compiler: Nx.Vulkan)
+
+    expected =
+      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+        Nx.Defn.jit(&Defns.slice_loop/3).(host(t), host(acc), n)
+      end)
+
+    # The first call builds the program.
+    compiled.(t, acc, n) |> Nx.to_binary()
+    before = Nx.Vulkan.stats()
+    {binary, syncs} = across_caps(fn -> compiled.(t, acc, n) |> Nx.to_binary() end)
+    now = Nx.Vulkan.stats()
+    assert binary == Nx.to_binary(expected)
+    # No condition read by the caller: the GPU thread reads it between chunks of iterations
+    # (sized by how long they take, so their count depends on the host).
+    assert syncs == %{download: 1}
+    chunks = now.loop_chunks - before.loop_chunks
+    assert chunks >= 3 and chunks <= 3 * (n + 1)
+    assert now.loop_iterations - before.loop_iterations >= 3 * n
+  end
+
   test "Nx.Random inside defn: the backend reads nothing before the result" do
     key = Nx.Random.key(42) |> Nx.backend_transfer(Nx.Vulkan.Backend)
     draw = Nx.Defn.jit(&Defns.draw/1)
