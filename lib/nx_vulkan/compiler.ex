@@ -478,8 +478,20 @@ defmodule Nx.Vulkan.Compiler do
   # process of their own (this one is capturing the enclosing function).
   defp build_device_loop(%{arg: arg, pred: pred, body: body, device: device, opts: opts}) do
     params = Composite.flatten_list([arg])
-    zero = Expr.constant(%T{shape: {}, type: pred.type, names: []}, 0, [])
-    flag = pred |> Nx.not_equal(zero) |> Nx.as_type({:u, 32})
+    # The gate is a u32 that is not zero while the loop runs: a cast keeps an integer of up to
+    # 32 bits nonzero (a comparison's u8, say: one dispatch); other types are compared with 0.
+    flag =
+      case pred.type do
+        {kind, bits} when kind in [:s, :u] and bits < 32 ->
+          Nx.as_type(pred, {:u, 32})
+
+        {:s, 32} ->
+          Nx.as_type(pred, {:u, 32})
+
+        type ->
+          zero = Expr.constant(%T{shape: {}, type: type, names: []}, 0, [])
+          pred |> Nx.not_equal(zero) |> Nx.as_type({:u, 32})
+      end
 
     # (A new process has no default backend of its own: the loop's constants go to the device.)
     Task.async(fn ->

@@ -99,6 +99,16 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     {Nx.sum(y) + Nx.as_type(Nx.sum(z), :f32), j, k}
   end
 
+  # The state slot itself as the condition (any type: nonzero runs).
+  defn count_down(x, k) do
+    {x, k} =
+      while {x, k}, k do
+        {x + 1, k - 1}
+      end
+
+    {x, k}
+  end
+
   # A loop inside a device loop's body whose condition depends on the outer state.
   defn nested(x, n) do
     {x, _, _} =
@@ -1014,6 +1024,10 @@ defmodule Nx.Vulkan.CompilerTest do
           assert_same(&Fns.fib/1, [[Nx.tensor(0)], [Nx.tensor(1)], [Nx.tensor(40)], [Nx.tensor(700)]])
           assert_same(&Fns.triple_until/1, [[Nx.tensor([1, 2, 5])], [Nx.tensor([2000, 1, 1])]])
 
+          for type <- [:u8, :s16, :u32, :s32, :s64, :f32, :f64] do
+            assert_same(&Fns.count_down/2, [[x, Nx.tensor(5, type: type)], [x, Nx.tensor(0, type: type)]])
+          end
+
           assert_same(&Fns.around_loops/2, [
             [x, Nx.tensor(0)],
             [x, Nx.tensor(5)],
@@ -1022,7 +1036,7 @@ defmodule Nx.Vulkan.CompilerTest do
         end)
 
       # (Another test may have built fib's program already.)
-      assert %{replays: 12, evaluator: %{}} = delta
+      assert %{replays: 26, evaluator: %{}} = delta
       {_, i} = Nx.Defn.jit(&Fns.double_until/2, compiler: Nx.Vulkan).(Nx.abs(x), Nx.tensor(1.0e3))
       assert Nx.to_number(i) > 0
       info = Nx.Vulkan.program_info(&Fns.around_loops/2, [x, Nx.tensor(5)])

@@ -519,7 +519,7 @@ fn capture_cancel(env: Env) -> rustler::Atom {
 /// recorder's hazard tracking puts one barrier between levels instead of one before nearly every
 /// command of a chain-ordered capture (a barrier costs ~2 us on the H200, as much as a small
 /// dispatch). Each command still computes from the same values, so results do not change.
-fn by_level(commands: Vec<Command>) -> (Vec<Command>, Vec<usize>) {
+pub(crate) fn by_level(commands: Vec<Command>) -> (Vec<Command>, Vec<usize>) {
     let levels = queue::levels(&commands);
     let mut ordered: Vec<(usize, Command)> = levels.into_iter().zip(commands).collect();
     ordered.sort_by_key(|(level, _)| *level);

@@ -131,12 +131,21 @@ fn loop_new<'a>(
         };
         pairs.push((src, dst.clone()));
     }
+    if handles.contains(&queue::handle(&flag_buffer)) {
+        return Err(crate::error::arg_error!("a device loop's condition flag must not be a state tensor"));
+    }
     let check_commands = cond.0.commands.clone();
+    if check_commands.iter().chain(&body.0.commands).any(|c| matches!(c, Command::Loop(_) | Command::Program(_))) {
+        return Err(crate::error::unsupported!("a device loop inside a device loop"));
+    }
     let mut step_commands = check_commands.clone();
     step_commands.extend(body.0.commands.iter().cloned());
     step_commands.extend(aside);
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
     step_commands.extend(queue::copy_commands(&pairs, Some(&flag_buffer))?);
+    // In dependency levels, as a program's commands: the condition's levels run beside the
+    // body's (both only read the state), one barrier between levels.
+    let (step_commands, _) = crate::capture::by_level(step_commands);
     let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?;
     let l = Loop {
         device,
