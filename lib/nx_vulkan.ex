@@ -312,6 +312,9 @@ defmodule Nx.Vulkan do
   `:reclaim` (an allocation over the memory budget waiting for queued work) and
   `:backpressure` (a producer waiting at the pending queue's bound). The
   batch cap's submissions do not make the caller wait and are not counted; uploads never flush.
+  `loop_chunks` and `loop_iterations` count the device loops' chunks (each one fence wait of the
+  GPU thread, not of a caller) and the iterations they ran (`compiler: Nx.Vulkan` runs a `while`
+  whose condition depends on the arguments on the device).
   """
   @spec stats(non_neg_integer | nil) :: map
   def stats(device \\ nil)
