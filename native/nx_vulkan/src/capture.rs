@@ -447,6 +447,10 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         kinds.push(kind);
     }
     let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
+    // Which inputs flow into which outputs, from the commands as captured: a fused kernel reads
+    // what all its members read and writes several results, which would tie an output to inputs
+    // only a sibling read (and pass it their deferred checks).
+    let depends = dependencies(&state.commands, &input_handles, &fresh);
     let (commands, folded_transposes) = crate::peephole::fold_transposed_gemms(std::mem::take(&mut state.commands), &escapes);
     let (fused_list, fused_kernels, fused_ops) = crate::fuse::fuse(commands, &escapes);
     // In captured order (fused, not yet merged: merging orders commands by level).
@@ -472,7 +476,6 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         !unused.contains(h)
             && (bound.contains(h) || returned.contains(h) || keep.contains(h) || !state.allocated.contains(h))
     });
-    let depends = dependencies(&commands, &input_handles, &fresh);
     let output_buffers = fresh
         .iter()
         .map(|&(h, _)| outputs.iter().find_map(|o| o.get().ok().filter(|b| handle(b) == h)))

@@ -60,17 +60,45 @@ static KERNELS: Lazy<DashMap<(usize, String, u32), Arc<Pipeline>>> = Lazy::new(D
 enum Compute {
     F64,
     F32,
+    /// binary_s32 / binary_u32 and compare_s32 / compare_u32: 32-bit integer arithmetic (wrapping,
+    /// Nx's quotient and remainder, shifts), as their own kernels compute it. Such ops share a
+    /// kernel only with ops of their own type (`compatible`).
+    S32,
+    U32,
 }
 
 impl Compute {
-    /// The dtype defines of the kernels whose arithmetic computes in this type.
+    /// The dtype defines of the kernels whose arithmetic computes in this type (shaders.rs's).
     fn defines(self) -> &'static str {
         match self {
             Compute::F64 => "#define T float\n#define W double\n#define PRECISE 1\n#define MATH64 1\n",
             Compute::F32 => "#define T float\n#define W float\n",
+            Compute::S32 => "#define T int\n#define W int\n#define IS_INT 1\n#define IS_SIGNED 1\n#define BITS 32\n\
+                             #define T_MIN (-2147483647 - 1)\n#define T_MAX 2147483647\n",
+            Compute::U32 => "#define T uint\n#define W uint\n#define IS_INT 1\n#define BITS 32\n\
+                             #define T_MIN 0u\n#define T_MAX 4294967295u\n",
         }
     }
+
+    fn integer(self) -> bool {
+        matches!(self, Compute::S32 | Compute::U32)
+    }
 }
+
+/// Whether ops computing in `a` and `b` may share a kernel: integer ops only with ops of their
+/// own type (the others hold f32 values in T), float ones with the same type or with ops that
+/// compute nothing type-dependent (None).
+fn compatible(a: Option<Compute>, b: Option<Compute>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => x == y,
+        (Some(x), None) | (None, Some(x)) => !x.integer(),
+        (None, None) => true,
+    }
+}
+
+/// A generated kernel's conversion of an op's result to the storage type: a float's NaN
+/// canonical, as the ops' own kernels store it; an integer's as it is.
+const RESULT_FN: &str = "#ifdef IS_INT\nT result(W r) { return T(r); }\n#else\nT result(W r) { return CANONICAL_NAN(T, r); }\n#endif\n";
 
 /// What a fused op is, from its kernel's name.
 #[derive(Clone, Copy, PartialEq)]
@@ -128,7 +156,11 @@ fn kind(name: &str) -> Option<(Kind, Option<Compute>)> {
         "unary_f32" => (Kind::Unary, Some(F32)),
         "binary_f32p" => (Kind::Binary, Some(F64)),
         "binary_f32" => (Kind::Binary, Some(F32)),
+        "binary_s32" => (Kind::Binary, Some(S32)),
+        "binary_u32" => (Kind::Binary, Some(U32)),
         "compare_f32" => (Kind::Compare, None),
+        "compare_s32" => (Kind::Compare, Some(S32)),
+        "compare_u32" => (Kind::Compare, Some(U32)),
         "select_b4" => (Kind::Select, None),
         "convert" => (Kind::Convert, None),
         "copy_b4" => (Kind::Copy, None),
@@ -423,7 +455,7 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
             let Some(stage) = small(next).filter(|_| !grouped[next] && members.len() < MERGE_STAGES) else { continue };
             let (reads, writes) = commands[next].accesses();
             let ready = depends[next].iter().all(|d| members.contains(d) || levels[*d] < start);
-            let same_type = compute.is_none() || stage.compute().is_none() || stage.compute() == compute;
+            let same_type = compatible(compute, stage.compute());
             let more = reads.iter().chain(&writes).filter(|h| !bound.contains(h)).collect::<HashSet<_>>().len();
             if ready && same_type && bound.len() + more <= MERGE_BINDINGS {
                 compute = compute.or(stage.compute());
@@ -544,7 +576,8 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
     source.push_str(INCLUDES);
     let _ = writeln!(source, "layout(local_size_x = {}) in;", merge_workgroup()?);
     bindings.declare(&mut source, 0, true);
-    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    source.push_str(RESULT_FN);
+    source.push_str("void main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
     source.push_str(&main);
     source.push_str("}\n");
     let pipeline = kernel("merged_stages", &source, 0)?;
@@ -649,7 +682,7 @@ fn run(
             if (reduces && !takes_prologue) || (!reduces && next.n != space) {
                 return None;
             }
-            if compute.is_some() && next.compute.is_some() && next.compute != compute {
+            if !compatible(compute, next.compute) {
                 return None;
             }
             let independent = reads.iter().all(|r| !passed_writes.contains(r))
@@ -923,7 +956,8 @@ fn fused_command(
     source.push_str(INCLUDES);
     source.push_str("layout(local_size_x_id = 3) in;\nlayout(constant_id = 2) const uint PER = 1;\n");
     bindings.declare(&mut source, 0, false);
-    source.push_str("T result(W r) { return CANONICAL_NAN(T, r); }\nvoid main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    source.push_str(RESULT_FN);
+    source.push_str("void main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
     source.push_str("  FOR_EACH_ELEMENT(i, pc[0]) {\n");
     source.push_str(&body);
     source.push_str("  }\n}\n");
