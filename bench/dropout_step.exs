@@ -37,7 +37,11 @@ end
 
 # Best and median ms per step of 5 blocks of 20 steps (after 3 warm-up steps), and the loss.
 time = fn fun, {w, x, key} ->
-  run = fn -> {loss, _grad} = fun.(w, x, key); Nx.to_number(loss) end
+  run = fn ->
+    {loss, _grad} = fun.(w, x, key)
+    Nx.to_number(loss)
+  end
+
   for _ <- 1..3, do: run.()
 
   blocks =
@@ -80,7 +84,12 @@ for {name, fun, dispatches} <- [
     ] do
   {best, median, loss} = time.(fun, ours)
   s = syncs.(fun, ours) |> Enum.sort() |> Enum.map_join(", ", fn {k, v} -> "#{k} #{v}" end)
-  IO.puts("| #{name} | #{Float.round(best, 3)} | #{Float.round(median, 3)} | #{loss} | #{s} | #{dispatches} |")
+
+  IO.puts(
+    "| #{name} | #{Float.round(best, 3)} | #{Float.round(median, 3)} | #{loss} | #{s} | #{dispatches} |"
+  )
 end
 
-IO.puts("| BinaryBackend (Evaluator) | #{Float.round(host_best, 3)} | #{Float.round(host_median, 3)} | #{host_loss} | | |")
+IO.puts(
+  "| BinaryBackend (Evaluator) | #{Float.round(host_best, 3)} | #{Float.round(host_median, 3)} | #{host_loss} | | |"
+)

@@ -378,7 +378,8 @@ defmodule Nx.Vulkan.Compiler do
     body = Composite.flatten_list([body])
 
     derived =
-      for {value, i} <- Enum.with_index(initial), MapSet.size(parameters(value)) > 0,
+      for {value, i} <- Enum.with_index(initial),
+          MapSet.size(parameters(value)) > 0,
           into: MapSet.new(),
           do: i
 
@@ -417,7 +418,9 @@ defmodule Nx.Vulkan.Compiler do
         {t, {Map.put(seen, id, true), MapSet.put(params, hd(args))}}
 
       true ->
-        {_, acc} = Tree.apply_args(t, :scope, {Map.put(seen, id, true), params}, &collect_parameters/2)
+        {_, acc} =
+          Tree.apply_args(t, :scope, {Map.put(seen, id, true), params}, &collect_parameters/2)
+
         {t, acc}
     end
   end
@@ -434,8 +437,12 @@ defmodule Nx.Vulkan.Compiler do
 
   defp find_op(%T{data: %Expr{id: id, op: op}} = t, {seen, false}, ops) do
     cond do
-      Map.has_key?(seen, id) -> {t, {seen, false}}
-      op in ops -> {t, {seen, true}}
+      Map.has_key?(seen, id) ->
+        {t, {seen, false}}
+
+      op in ops ->
+        {t, {seen, true}}
+
       true ->
         {_, acc} = Tree.apply_args(t, :all, {Map.put(seen, id, true), false}, &find_op(&1, &2, ops))
         {t, acc}
@@ -457,8 +464,11 @@ defmodule Nx.Vulkan.Compiler do
 
     looped =
       case build_device_loop(spec) do
-        {:ok, looped} -> looped
-        {:gave_up, reason} -> Native.capture_give_up("a device loop: " <> reason) |> Native.unwrap!()
+        {:ok, looped} ->
+          looped
+
+        {:gave_up, reason} ->
+          Native.capture_give_up("a device loop: " <> reason) |> Native.unwrap!()
       end
 
     refs = Native.loop_run(looped, initial) |> Native.unwrap!()
@@ -497,7 +507,14 @@ defmodule Nx.Vulkan.Compiler do
     Task.async(fn ->
       Nx.with_default_backend({Nx.Vulkan.Backend, device: device}, fn ->
         state = Enum.map(params, &placeholder(&1, device))
-        sub = &capture(Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts), state, [], device)
+
+        sub =
+          &capture(
+            Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts),
+            state,
+            [],
+            device
+          )
 
         with %{ref: cond, output: {flag, {}}} <- sub.(flag),
              %{ref: next, output: {out, {}}} <- sub.(body) do

@@ -302,6 +302,51 @@ defmodule Nx.Vulkan.CompilerTest do
       assert kernels >= 1 == fuses?()
     end
 
+    test "32-bit integer chains fuse with their narrowing casts: wrapping, Nx's quotient and remainder, shifts" do
+      edges = [
+        0,
+        1,
+        -1,
+        7,
+        -7,
+        255,
+        256,
+        -129,
+        32_767,
+        -32_769,
+        65_535,
+        2_147_483_647,
+        -2_147_483_648
+      ]
+
+      # (Divisors and shift counts are constants: by a tensor they carry deferred checks,
+      # which keep a function with the Evaluator. A negative constant makes u32 math s64.)
+      f = fn q ->
+        fn x, y ->
+          a = x |> Nx.multiply(3) |> Nx.add(1000) |> Nx.remainder(37)
+          b = x |> Nx.subtract(70_000) |> Nx.quotient(q) |> Nx.bitwise_xor(y)
+          c = Nx.left_shift(x, 5) |> Nx.right_shift(3) |> Nx.multiply(y)
+
+          {Nx.as_type(a, :u8), Nx.as_type(b, :s16), Nx.as_type(c, :s8), Nx.greater(a, b),
+           Nx.as_type(Nx.add(c, a), :u16)}
+        end
+      end
+
+      for {type, q} <- [s32: -7, u32: 7] do
+        f = f.(q)
+        x = Nx.tensor(edges, type: :s32) |> Nx.as_type(type)
+        y = Nx.tensor([3, -5, 7, 2, -1, 9, 11, -13, 4, 6, 5, 3, -3], type: :s32) |> Nx.as_type(type)
+        assert_same(f, [[x, y], [y, x |> Nx.bitwise_or(1)]])
+
+        if fuses?() do
+          info = Nx.Vulkan.program_info(f, [x, y])
+          assert info.fused_kernels >= 1
+          refute "convert" in info.kernels
+          refute Enum.any?(info.kernels, &String.starts_with?(&1, "binary_"))
+        end
+      end
+    end
+
     test "fused casts, materialized broadcasts and transposes, chains interleaved with other work" do
       x = random({6, 9}, :f32, 2.0, 21)
       y = random({6, 9}, :f32, 2.0, 22)
@@ -1021,11 +1066,20 @@ defmodule Nx.Vulkan.CompilerTest do
             [Nx.multiply(Nx.abs(x), 1.0e-30), Nx.tensor(1.0e30)]
           ])
 
-          assert_same(&Fns.fib/1, [[Nx.tensor(0)], [Nx.tensor(1)], [Nx.tensor(40)], [Nx.tensor(700)]])
+          assert_same(&Fns.fib/1, [
+            [Nx.tensor(0)],
+            [Nx.tensor(1)],
+            [Nx.tensor(40)],
+            [Nx.tensor(700)]
+          ])
+
           assert_same(&Fns.triple_until/1, [[Nx.tensor([1, 2, 5])], [Nx.tensor([2000, 1, 1])]])
 
           for type <- [:u8, :s16, :u32, :s32, :s64, :f32, :f64] do
-            assert_same(&Fns.count_down/2, [[x, Nx.tensor(5, type: type)], [x, Nx.tensor(0, type: type)]])
+            assert_same(&Fns.count_down/2, [
+              [x, Nx.tensor(5, type: type)],
+              [x, Nx.tensor(0, type: type)]
+            ])
           end
 
           assert_same(&Fns.around_loops/2, [
@@ -1055,7 +1109,10 @@ defmodule Nx.Vulkan.CompilerTest do
 
       results =
         0..40
-        |> Task.async_stream(&bits(compiled.(Nx.tensor(&1))), max_concurrency: 8, timeout: :infinity)
+        |> Task.async_stream(&bits(compiled.(Nx.tensor(&1))),
+          max_concurrency: 8,
+          timeout: :infinity
+        )
         |> Enum.map(fn {:ok, r} -> r end)
 
       assert results == expected

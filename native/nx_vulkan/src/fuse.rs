@@ -113,6 +113,9 @@ enum Kind {
     /// as a float in the kernel: a load, a select and a store move bits and compute nothing, so
     /// any 4-byte type comes through unchanged; only f32 ops read it as a number).
     Select,
+    /// convert of an s32 (u32) to an 8- or 16-bit integer: its low bits, as convert.comp keeps
+    /// them, in an integer kernel of its input's type (compute S32 or U32), from a register.
+    Narrow,
     /// convert from an 8, 16 or 32-bit integer to f32, s32 or u32 (`op` is convert.comp's
     /// in * 16 + out): the integer widened to 64 bits and converted as convert.comp does (to f32
     /// exact up to 2^24; to a 32-bit integer its low 32 bits, held as a uint).
@@ -188,6 +191,24 @@ fn convert_input(op: u32) -> Option<&'static str> {
     })
 }
 
+/// A convert (convert.comp's op: in * 16 + out) of a 32-bit integer to an 8- or 16-bit one: the
+/// compute type of its input, and the GLSL type of its output.
+fn narrow(op: u32) -> Option<(Compute, &'static str)> {
+    let compute = match op / 16 {
+        6 => Compute::S32,
+        10 => Compute::U32,
+        _ => return None,
+    };
+    let out = match op % 16 {
+        4 => "int8_t",
+        5 => "int16_t",
+        8 => "uint8_t",
+        9 => "uint16_t",
+        _ => return None,
+    };
+    Some((compute, out))
+}
+
 /// How an op reads an operand: at its own element index, or through an offset and strides over
 /// the op's dims (broadcasts, transposed views).
 #[derive(Clone, PartialEq)]
@@ -233,6 +254,7 @@ impl Elementwise {
     fn stored(&self) -> &'static str {
         match self.kind {
             Kind::Compare => "uint8_t",
+            Kind::Narrow => narrow(self.op).map_or("uint", |(_, out)| out),
             _ if self.integer => "uint",
             _ => "T",
         }
@@ -262,7 +284,10 @@ fn parse(command: &Command) -> Option<Elementwise> {
             gemm,
         });
     }
-    let (kind, compute) = kind(d.name)?;
+    let (kind, compute) = match (kind(d.name)?, narrow(d.pipeline.op())) {
+        ((Kind::Convert, _), Some((compute, _))) => (Kind::Narrow, Some(compute)),
+        (kind, _) => kind,
+    };
     let pc = &d.push;
     let n = pc[0] as u64;
     let out = d.bindings.last()?.clone();
@@ -296,6 +321,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Convert if d.bindings.len() == 2 && convert_input(d.pipeline.op()).is_some() => {
             SmallVec::from_vec(vec![(b(0), Access::Linear)])
         }
+        Kind::Narrow if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
         // Only where it writes element i of its output at its own index i (offset 0, row-major
         // strides): then it is an element-wise op whose operand is read through strides.
         Kind::Copy if d.bindings.len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
@@ -781,7 +807,13 @@ fn register_fits(next: &Elementwise, source: &Elementwise) -> bool {
             _ => false,
         },
         Kind::Reduce if next.integer => bits,
-        _ => !source.integer && (source.kind != Kind::Compare || next.kind == Kind::Select),
+        // An integer kernel's value (T is the integer type both compute in).
+        Kind::Narrow => source.kind == Kind::Binary && source.compute == next.compute,
+        _ => {
+            !source.integer
+                && source.kind != Kind::Narrow
+                && (source.kind != Kind::Compare || next.kind == Kind::Select)
+        }
     }
 }
 
@@ -850,7 +882,9 @@ impl Bindings {
             return Err(Error::Vulkan("a kernel writes a buffer it read before".into()));
         }
         self.writes.push((buffer.clone(), ty));
-        self.write_n.push(if at_i && ty != "uint8_t" { self.stage_n } else { 0 });
+        // Shared copies hold 4-byte elements only.
+        let narrow = ty.ends_with("8_t") || ty.ends_with("16_t");
+        self.write_n.push(if at_i && !narrow { self.stage_n } else { 0 });
         self.read_back.push(false);
         Ok(self.writes.len() - 1)
     }
@@ -1019,6 +1053,8 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             let ty = match e.kind {
                 _ if predicate => "uint8_t",
                 Kind::Convert => convert_input(e.op).expect("parse admits these converts only"),
+                // The integer kernel's own type (the input's).
+                Kind::Narrow => "T",
                 Kind::Reduce if e.integer => "uint",
                 _ => "T",
             };
@@ -1037,6 +1073,8 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             Kind::Convert if e.integer => format!("uint t{k} = uint(int64_t({}));", args[0]),
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
             Kind::Copy => format!("T t{k} = {};", args[0]),
+            // The low bits, as convert.comp's integer narrowing keeps them.
+            Kind::Narrow => format!("{0} t{k} = {0}({1});", e.stored(), args[0]),
             // The GEMM's result as it would store it: the epilogue's argument, rounded to T.
             Kind::Gemm => format!("T t{k} = v;"),
             Kind::Reduce => reduce_fold(e, k, &args[0], &prologue),
