@@ -503,34 +503,39 @@ defmodule Nx.Vulkan.Compiler do
           pred |> Nx.not_equal(zero) |> Nx.as_type({:u, 32})
       end
 
-    # (A new process has no default backend of its own: the loop's constants go to the device.)
+    # A new process has no default backend of its own (the loop's constants go to the device);
+    # what it raises becomes a reason, so the caller's capture gives up instead of exiting with
+    # the linked task.
     Task.async(fn ->
-      Nx.with_default_backend({Nx.Vulkan.Backend, device: device}, fn ->
-        state = Enum.map(params, &placeholder(&1, device))
-
-        sub =
-          &capture(
-            Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts),
-            state,
-            [],
-            device
-          )
-
-        with %{ref: cond, output: {flag, {}}} <- sub.(flag),
-             %{ref: next, output: {out, {}}} <- sub.(body) do
-          next_refs = Enum.map(Composite.flatten_list([out]), & &1.data.ref)
-          state_refs = Enum.map(state, & &1.data.ref)
-
-          case Native.loop_new(cond, flag.data.ref, next, next_refs, state_refs) do
-            {:ok, looped} -> {:ok, looped}
-            {:error, {_kind, message}} -> {:gave_up, message}
-          end
-        else
-          {:evaluator, reason} -> {:gave_up, reason}
-        end
-      end)
+      try do
+        Nx.with_default_backend({Nx.Vulkan.Backend, device: device}, fn ->
+          capture_device_loop(params, flag, body, device, opts)
+        end)
+      rescue
+        e -> {:gave_up, "raised while building it: " <> String.slice(Exception.message(e), 0, 300)}
+      end
     end)
     |> Task.await(:infinity)
+  end
+
+  defp capture_device_loop(params, flag, body, device, opts) do
+    state = Enum.map(params, &placeholder(&1, device))
+
+    sub =
+      &capture(Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts), state, [], device)
+
+    with %{ref: cond, output: {flag, {}}} <- sub.(flag),
+         %{ref: next, output: {out, {}}} <- sub.(body) do
+      next_refs = Enum.map(Composite.flatten_list([out]), & &1.data.ref)
+      state_refs = Enum.map(state, & &1.data.ref)
+
+      case Native.loop_new(cond, flag.data.ref, next, next_refs, state_refs) do
+        {:ok, looped} -> {:ok, looped}
+        {:error, {_kind, message}} -> {:gave_up, message}
+      end
+    else
+      {:evaluator, reason} -> {:gave_up, reason}
+    end
   end
 
   # The device a function runs on: the :device option (checked as the backend checks it), else
