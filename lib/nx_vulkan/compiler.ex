@@ -385,8 +385,9 @@ defmodule Nx.Vulkan.Compiler do
 
     derived = reach(derived, body)
 
+    # (Host ops and hooks inside: what `unsupported/1` looks for in a whole function.)
     Enum.any?(parameters(pred), &MapSet.member?(derived, &1)) and
-      not has_op?(List.to_tuple([pred | body]), [:hook, :token, :attach_token, :runtime_call])
+      unsupported(List.to_tuple([pred | body])) == {nil, []}
   end
 
   # The state slots whose values derive from the arguments: those of `derived`, and those the
@@ -426,30 +427,6 @@ defmodule Nx.Vulkan.Compiler do
   end
 
   defp collect_parameters(other, acc), do: {other, acc}
-
-  # Whether any of `exprs` (nested scopes included) has a node of one of `ops`.
-  defp has_op?(exprs, ops) do
-    {_, {_seen, found}} = Composite.traverse(exprs, {%{}, false}, &find_op(&1, &2, ops))
-    found
-  end
-
-  defp find_op(t, {_, true} = acc, _ops), do: {t, acc}
-
-  defp find_op(%T{data: %Expr{id: id, op: op}} = t, {seen, false}, ops) do
-    cond do
-      Map.has_key?(seen, id) ->
-        {t, {seen, false}}
-
-      op in ops ->
-        {t, {seen, true}}
-
-      true ->
-        {_, acc} = Tree.apply_args(t, :all, {Map.put(seen, id, true), false}, &find_op(&1, &2, ops))
-        {t, acc}
-    end
-  end
-
-  defp find_op(other, acc, _ops), do: {other, acc}
 
   defp to_device_loop(%T{data: %Expr{args: [initial, arg, pred, body]} = data} = t, device, opts) do
     template = Composite.traverse(arg, &Nx.to_template/1)

@@ -79,8 +79,9 @@ pub struct LoopRef(pub Arc<Loop>);
 impl rustler::Resource for LoopRef {}
 
 /// A loop from its condition program (placeholders `state`, one output: `flag`, a u32 scalar)
-/// and its body program (placeholders `state`, outputs `next`: the next state, in order).
-#[rustler::nif]
+/// and its body program (placeholders `state`, outputs `next`: the next state, in order). A
+/// dirty NIF: it orders both programs' commands (a long body's can take more than a millisecond).
+#[rustler::nif(schedule = "DirtyCpu")]
 fn loop_new<'a>(
     env: Env<'a>,
     cond: ResourceArc<ProgramRef>,
@@ -142,7 +143,10 @@ fn loop_new<'a>(
     step_commands.extend(body.0.commands.iter().cloned());
     step_commands.extend(aside);
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
-    step_commands.extend(queue::copy_commands(&pairs, Some(&flag_buffer))?);
+    queue::copy_commands(&pairs, Some(&flag_buffer), |copy| {
+        step_commands.push(copy);
+        Ok(())
+    })?;
     // In dependency levels, as a program's commands: the condition's levels run beside the
     // body's (both only read the state), one barrier between levels.
     let (step_commands, _) = crate::capture::by_level(step_commands);

@@ -101,8 +101,8 @@ pub struct Replay {
 }
 
 impl Command {
-    /// The handles of the buffers the command reads, and of the one it writes (every kernel
-    /// writes its last binding). A program is never captured (program_run refuses to run inside
+    /// The handles of the buffers the command reads, and of those it writes (every kernel writes
+    /// its last bindings; a device loop its outputs). A program is never captured (program_run refuses to run inside
     /// a capture), so it has none here.
     pub fn accesses(&self) -> (SmallVec<[u64; 4]>, SmallVec<[u64; 2]>) {
         match self {
@@ -909,10 +909,9 @@ unsafe fn record_replay(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
 /// Whole-buffer copies (source, destination; as many bytes as the smaller holds), recorded into
 /// the open batch (see copy_commands).
 unsafe fn record_copies(batch: &mut OpenBatch, pairs: &[(&Subbuffer<[u8]>, &Subbuffer<[u8]>)]) -> Result<()> {
-    for copy in copy_commands(pairs, None)? {
-        unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)? };
-    }
-    Ok(())
+    copy_commands(pairs, None, |copy| unsafe {
+        record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, &copy)
+    })
 }
 
 /// Whole-buffer copies (source, destination; as many bytes as the smaller holds) as dispatches
@@ -920,16 +919,17 @@ unsafe fn record_copies(batch: &mut OpenBatch, pairs: &[(&Subbuffer<[u8]>, &Subb
 /// step's replay ~30 us of GPU time for 11 small copies, where one dispatch's copies overlap.
 /// A pair the kernel cannot bind (not whole 16-byte vectors, past the binding range) is a plain
 /// buffer copy. With a `gate` (a u32), the dispatches copy nothing while it is 0 (a device
-/// loop's state update), and a pair the kernel cannot bind is an error.
+/// loop's state update), and a pair the kernel cannot bind is an error. Each command goes to
+/// `emit` as it is made (a replay records them at once: no list on its path).
 pub fn copy_commands(
     pairs: &[(&Subbuffer<[u8]>, &Subbuffer<[u8]>)],
     gate: Option<&Subbuffer<[u8]>>,
-) -> Result<Vec<Command>> {
+    mut emit: impl FnMut(Command) -> Result<()>,
+) -> Result<()> {
     let range = ctx()?.info.max_storage_buffer_range;
     let bytes = |(src, dst): &(&Subbuffer<[u8]>, &Subbuffer<[u8]>)| src.size().min(dst.size());
     let (vectors, plain): (SmallVec<[_; 8]>, SmallVec<[_; 8]>) =
         pairs.iter().partition(|p| bytes(p) % 16 == 0 && bytes(p) > 0 && bytes(p) <= range);
-    let mut commands = Vec::new();
     for pair in plain.into_iter().filter(|p| bytes(p) > 0) {
         if gate.is_some() {
             return Err(crate::error::unsupported!(
@@ -937,10 +937,10 @@ pub fn copy_commands(
                 bytes(pair)
             ));
         }
-        commands.push(Command::Copy { src: pair.0.clone(), dst: pair.1.clone(), bytes: bytes(pair) });
+        emit(Command::Copy { src: pair.0.clone(), dst: pair.1.clone(), bytes: bytes(pair) })?;
     }
     if vectors.is_empty() {
-        return Ok(commands);
+        return Ok(());
     }
     let (kernel, name) = match gate {
         Some(_) => (crate::shaders::copy_multi_gated, "copy_multi_gated"),
@@ -961,9 +961,9 @@ pub fn copy_commands(
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).0.clone()));
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).1.clone()));
         let groups = crate::ops::elementwise_groups(units);
-        commands.push(Command::Dispatch(Dispatch { name, pipeline: pipeline.clone(), bindings, push, groups, writes: COPY_PAIRS }));
+        emit(Command::Dispatch(Dispatch { name, pipeline: pipeline.clone(), bindings, push, groups, writes: COPY_PAIRS }))?;
     }
-    Ok(commands)
+    Ok(())
 }
 
 /// Copy pairs one copy_multi.comp dispatch takes.
