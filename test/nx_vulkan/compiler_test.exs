@@ -124,6 +124,31 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     x
   end
 
+  # A dynamic slice and a put_slice with tensor starts computed from the loop counter (some
+  # negative or past the end: they clamp), of s32, u8 and s16.
+  defn slide(t, acc, n) do
+    {_, acc, _, _} =
+      while {t, acc, i = 0, n}, i < n do
+        {acc, i} = slide_step(t, acc, i)
+        {t, acc, i, n}
+      end
+
+    acc
+  end
+
+  defn slide_step(t, acc, i) do
+    row = Nx.remainder(i * 5, 37) - 2
+    col = Nx.remainder(i * 3, 29) |> Nx.as_type(:u8)
+    piece = Nx.slice(t, [row, col], [4, 8])
+    {Nx.put_slice(acc, [Nx.as_type(row + 1, :s16), col], piece + 1.0), i + 1}
+  end
+
+  # Starts as arguments, of 1 to 8 bytes (an 8-byte one past 32 bits, or negative, clamps).
+  defn slide_wide(t, acc, a, b, c) do
+    piece = Nx.slice(t, [a, b, c], [2, 3, 4])
+    Nx.put_slice(acc, [c, a, b], Nx.multiply(piece, 2.0))
+  end
+
   defn hooked_loop(x, n) do
     {x, _, _} =
       while {x, i = 0, n}, i < n do
@@ -1116,6 +1141,51 @@ defmodule Nx.Vulkan.CompilerTest do
         |> Enum.map(fn {:ok, r} -> r end)
 
       assert results == expected
+    end
+
+    test "dynamic slices and put_slices merge with the ops between them, bit for bit" do
+      t = with_specials(random({1, 32, 32}), [0, 3, 5]) |> Nx.reshape({32, 32})
+      acc = Nx.broadcast(Nx.tensor(-0.5, backend: Nx.Vulkan.Backend), {40, 40})
+
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.slide/3, [[t, acc, Nx.tensor(0)], [t, acc, Nx.tensor(75)]])
+        end)
+
+      assert delta.evaluator == %{}
+
+      if fuses?() do
+        # The body: one kernel for the starts (s32 arithmetic), the copy of acc, and one merged
+        # kernel for the slice, the add and the put_slice.
+        info = Nx.Vulkan.program_info(&Fns.slide_step/3, [t, acc, Nx.tensor(7)])
+        assert %{merged_kernels: 1, merged_commands: 3, barriers: 1} = info
+        refute "copy_starts_b4" in info.kernels
+      end
+
+      t3 = random({6, 7, 9})
+      acc3 = random({9, 6, 7})
+
+      starts =
+        for {a, b, c} <- [
+              {1, 2, 3},
+              {-4, 9, 200},
+              {Bitwise.bsl(1, 33), 0, -1},
+              {-Bitwise.bsl(1, 40), 5, 127}
+            ] do
+          [
+            Nx.tensor(a, type: :s64),
+            Nx.tensor(b + Bitwise.bsl(Bitwise.band(b, 1), 35), type: :u64),
+            Nx.tensor(c |> max(-128) |> min(127), type: :s8)
+          ]
+        end
+
+      assert_same(&Fns.slide_wide/5, Enum.map(starts, &[t3, acc3 | &1]))
+
+      if fuses?() do
+        info = Nx.Vulkan.program_info(&Fns.slide_wide/5, [t3, acc3 | hd(starts)])
+        assert info.merged_kernels == 1
+        refute "copy_starts_b4" in info.kernels
+      end
     end
 
     test "loops the device does not run: nested in a device loop's body, or with hooks" do

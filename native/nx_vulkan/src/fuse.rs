@@ -123,6 +123,17 @@ enum Kind {
     /// copy_b4 into a whole contiguous result (a broadcast, transpose or slice materialized):
     /// its input's bits through an offset and strides, held as a select's are.
     Copy,
+    /// copy_starts_b4, a slice or put_slice with tensor starts (copy.comp's STARTS variant): as
+    /// Copy, with the starts' clamped offset (dynamic_start.glsl, from the start tensors' words)
+    /// added to the input's offset (a slice, into a whole contiguous result) or to the output's
+    /// (a put_slice: a scatter into part of its result). A stage of its own for `merge` only
+    /// (`alone`): a put_slice's result is not at the op's index, and its starts are read words.
+    CopyStarts,
+    /// A transfer command copying a whole buffer's 4-byte words (CPU devices make put_slice's
+    /// copy of its target one, where a dispatch would be copy_b4): element i to element i, for
+    /// `merge` only (`alone`: a memcpy is lavapipe's fastest copy), so that a put_slice into the
+    /// copy can join the same merged kernel.
+    Transfer,
     /// reduce_serial_f32p or reduce_serial_f32, or the sum of reduce_serial_s32/u32 (wrapping
     /// adds, held as a uint): one output per invocation folding its reduced elements in order.
     /// Its push constants (its layout) become the fused kernel's; members before it compute its
@@ -167,6 +178,7 @@ fn kind(name: &str) -> Option<(Kind, Option<Compute>)> {
         "select_b4" => (Kind::Select, None),
         "convert" => (Kind::Convert, None),
         "copy_b4" => (Kind::Copy, None),
+        "copy_starts_b4" => (Kind::CopyStarts, None),
         "reduce_serial_f32p" => (Kind::Reduce, Some(F64)),
         "reduce_serial_f32" => (Kind::Reduce, Some(F32)),
         "reduce_serial_s32" | "reduce_serial_u32" => (Kind::Reduce, None),
@@ -242,12 +254,45 @@ struct Elementwise {
     compute: Option<Compute>,
     /// A GEMM's kernel and workgroups (its push constants are `push`).
     gemm: Option<(Arc<Pipeline>, [u32; 3])>,
+    /// A CopyStarts' tensor starts: (buffer, type code, largest start, stride it moves by), as
+    /// copy.comp's push constants give them; its output's access (a put_slice's scatter).
+    starts: SmallVec<[Start; 4]>,
+    out_access: Access,
+}
+
+/// A tensor start of a dynamic slice: its buffer, its type code (dynamic_start.glsl's: bits 0-1
+/// log2 of its bytes, bit 2 signed), the largest start it clamps to and the stride it moves by.
+#[derive(Clone)]
+struct Start {
+    buffer: Subbuffer<[u8]>,
+    code: u32,
+    max: u32,
+    stride: i32,
 }
 
 impl Elementwise {
     /// Whether the result is a predicate (u8 in memory) rather than an f32.
     fn predicate(&self) -> bool {
         self.kind == Kind::Compare
+    }
+
+    /// A stage of its own: never a member of a fused run (see Kind::CopyStarts, Kind::Transfer).
+    fn alone(&self) -> bool {
+        matches!(self.kind, Kind::CopyStarts | Kind::Transfer)
+    }
+
+    /// An op whose code uses neither T nor W (a convert into s32 or u32, from an integer or a
+    /// predicate), so it joins runs of any compute type.
+    fn neutral(&self) -> bool {
+        self.kind == Kind::Convert && self.integer
+    }
+
+    /// Where the result of index i is stored (a put_slice's scatter: elsewhere).
+    fn stored_at(&self, k: usize) -> String {
+        match self.kind {
+            Kind::CopyStarts if self.op == 1 => format!("uint(int({}) + off{k})", index(&self.out_access, "i")),
+            _ => "i".into(),
+        }
     }
 
     /// The GLSL type of the result in memory and in its register.
@@ -262,6 +307,21 @@ impl Elementwise {
 }
 
 fn parse(command: &Command) -> Option<Elementwise> {
+    if let Command::Copy { src, dst, bytes } = command {
+        return (bytes % 4 == 0 && *bytes > 0).then(|| Elementwise {
+            kind: Kind::Transfer,
+            op: 0,
+            n: bytes / 4,
+            operands: SmallVec::from_vec(vec![(src.clone(), Access::Linear)]),
+            out: dst.clone(),
+            push: [0; PUSH_WORDS],
+            integer: false,
+            compute: None,
+            gemm: None,
+            starts: SmallVec::new(),
+            out_access: Access::Linear,
+        });
+    }
     let Command::Dispatch(d) = command else { return None };
     if gemm(d) {
         let pc = &d.push;
@@ -282,6 +342,8 @@ fn parse(command: &Command) -> Option<Elementwise> {
             integer: false,
             compute: None,
             gemm,
+            starts: SmallVec::new(),
+            out_access: Access::Linear,
         });
     }
     let (kind, compute) = match (kind(d.name)?, narrow(d.pipeline.op())) {
@@ -327,6 +389,35 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Copy if d.bindings.len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
+        // A slice with tensor starts into a whole contiguous result, or a put_slice's scatter:
+        // bindings 1..4 are the starts (unused ones repeat binding 1).
+        Kind::CopyStarts if d.bindings.len() == 6 && pc[1] <= 4 => {
+            let on_output = d.pipeline.op() == 1;
+            let out_access = through(3, 4, 12)?;
+            if !on_output && out_access != Access::Linear {
+                return None;
+            }
+            let count = (pc[16] & 0xff) as usize;
+            if !(1..=4).contains(&count) {
+                return None;
+            }
+            let starts = (0..count)
+                .map(|k| Start { buffer: b(1 + k), code: (pc[16] >> (8 + 4 * k)) & 0xf, max: pc[17 + k], stride: pc[21 + k] as i32 })
+                .collect();
+            return Some(Elementwise {
+                kind,
+                op: on_output as u32,
+                n,
+                operands: SmallVec::from_vec(vec![(b(0), through(2, 4, 8)?)]),
+                out,
+                push: d.push,
+                integer: false,
+                compute,
+                gemm: None,
+                starts,
+                out_access,
+            });
+        }
         // Integer reductions: sums only (max and min compare by signedness, which a uint does not say).
         Kind::Reduce if d.bindings.len() == 2 && (compute.is_some() || d.pipeline.op() == 0) => {
             SmallVec::from_vec(vec![(b(0), Access::Reduced)])
@@ -339,7 +430,19 @@ fn parse(command: &Command) -> Option<Elementwise> {
         Kind::Reduce => compute.is_none(),
         _ => false,
     };
-    Some(Elementwise { kind, op, n, operands, out, push: d.push, integer, compute, gemm: None })
+    Some(Elementwise {
+        kind,
+        op,
+        n,
+        operands,
+        out,
+        push: d.push,
+        integer,
+        compute,
+        gemm: None,
+        starts: SmallVec::new(),
+        out_access: Access::Linear,
+    })
 }
 
 /// An access through strides, or Linear when the strides are the dims' own (row-major, offset 0).
@@ -651,7 +754,7 @@ fn run(
     readers: &HashMap<u64, usize>,
     escapes: &HashSet<u64>,
 ) -> Vec<usize> {
-    let Some(first) = &parsed[start] else { return vec![start] };
+    let Some(first) = parsed[start].as_ref().filter(|e| !e.alone()) else { return vec![start] };
     let mut run = vec![start];
     // Reads of each member's result by later members of the run.
     let mut inner_reads: HashMap<u64, usize> = HashMap::new();
@@ -681,7 +784,7 @@ fn run(
         let joined = parsed[k].as_ref().filter(|_| placed[k].is_none()).and_then(|next| {
             let reduces = next.kind == Kind::Reduce;
             // A GEMM only starts a run, and a GEMM's run takes no reduction.
-            if next.kind == Kind::Gemm || (reduces && first.kind == Kind::Gemm) {
+            if next.kind == Kind::Gemm || next.alone() || (reduces && first.kind == Kind::Gemm) {
                 return None;
             }
             // A reduction joins a prologue that computes its input: one whose element count is
@@ -708,7 +811,7 @@ fn run(
             if (reduces && !takes_prologue) || (!reduces && next.n != space) {
                 return None;
             }
-            if !compatible(compute, next.compute) {
+            if !next.neutral() && !compatible(compute, next.compute) {
                 return None;
             }
             let independent = reads.iter().all(|r| !passed_writes.contains(r))
@@ -881,6 +984,15 @@ impl Bindings {
         if self.reads.iter().any(|(b, _)| handle(b) == h) {
             return Err(Error::Vulkan("a kernel writes a buffer it read before".into()));
         }
+        // A merged kernel's second writer of a buffer (a put_slice into the copy of its target
+        // an earlier stage made) takes the same binding; neither keeps a shared copy.
+        if let Some(j) = self.writes.iter().position(|(b, _)| handle(b) == h) {
+            if self.writes[j].1 != ty {
+                return Err(Error::Vulkan(format!("a kernel writes its {} result as {ty}", self.writes[j].1)));
+            }
+            self.write_n[j] = 0;
+            return Ok(j);
+        }
         self.writes.push((buffer.clone(), ty));
         // Shared copies hold 4-byte elements only.
         let narrow = ty.ends_with("8_t") || ty.ends_with("16_t");
@@ -1029,6 +1141,20 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
     let (mut prologue, mut body) = (String::new(), String::new());
     for (k, e) in run.iter().enumerate() {
         let at_index = if in_prologue(k) { "j" } else { "i" };
+        if e.kind == Kind::CopyStarts {
+            // The starts' clamped offset, as copy.comp's STARTS variant adds it (an 8-byte
+            // start's high word read only for those).
+            let mut terms = vec!["0".to_string()];
+            for start in &e.starts {
+                let word = bindings.read(&start.buffer, "uint")?;
+                let high = if start.code & 3 == 3 { format!("{word}[1]") } else { "0u".into() };
+                terms.push(format!(
+                    "int(clamped_start(uvec2({word}[0], {high}), {}u, {}u)) * ({})",
+                    start.code, start.max, start.stride
+                ));
+            }
+            let _ = writeln!(body, "    int off{k} = {};", terms.join(" + "));
+        }
         let mut args: SmallVec<[String; 3]> = SmallVec::new();
         // A GEMM's operands are its own code's to read.
         let operands = if e.kind == Kind::Gemm { &e.operands[..0] } else { &e.operands[..] };
@@ -1060,7 +1186,12 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             };
             let name = bindings.read(b, ty)?;
             // A reduction reads its input element j (its loop's index).
-            let read = format!("{name}[{}]", index(access, if e.kind == Kind::Reduce { "j" } else { at_index }));
+            let mut at = index(access, if e.kind == Kind::Reduce { "j" } else { at_index });
+            // A slice's input element is past its starts' offset.
+            if e.kind == Kind::CopyStarts && e.op == 0 {
+                at = format!("uint(int({at}) + off{k})");
+            }
+            let read = format!("{name}[{at}]");
             args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
         }
         let line = match e.kind {
@@ -1072,7 +1203,7 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             // low 32 bits).
             Kind::Convert if e.integer => format!("uint t{k} = uint(int64_t({}));", args[0]),
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
-            Kind::Copy => format!("T t{k} = {};", args[0]),
+            Kind::Copy | Kind::CopyStarts | Kind::Transfer => format!("T t{k} = {};", args[0]),
             // The low bits, as convert.comp's integer narrowing keeps them.
             Kind::Narrow => format!("{0} t{k} = {0}({1});", e.stored(), args[0]),
             // The GEMM's result as it would store it: the epilogue's argument, rounded to T.
@@ -1083,7 +1214,7 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
         let _ = writeln!(target, "{indent}{line}");
         results.insert(handle(&e.out), k);
         if written.contains(&k) {
-            let j = bindings.write(&e.out, e.stored(), !in_prologue(k))?;
+            let j = bindings.write(&e.out, e.stored(), !in_prologue(k) && e.stored_at(k) == "i")?;
             // The prologue's results that are read elsewhere are written as they are computed.
             if in_prologue(k) {
                 let _ = writeln!(prologue, "      {}", bindings.store(j, "j", &store(e, k)));
@@ -1092,7 +1223,7 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
         }
     }
     for &k in written.iter().filter(|&&k| !in_prologue(k)) {
-        let _ = writeln!(body, "    {}", bindings.store(outputs[&k], "i", &store(run[k], k)));
+        let _ = writeln!(body, "    {}", bindings.store(outputs[&k], &run[k].stored_at(k), &store(run[k], k)));
     }
     Ok(body)
 }
@@ -1146,7 +1277,7 @@ fn reduce_fold(e: &Elementwise, k: usize, input: &str, prologue: &str) -> String
 /// and combine_of take the op; its OP-bound wrappers want an OP, unused here.
 const INCLUDES: &str = "#include \"common.glsl\"\n#ifdef MATH64\n#include \"math64.glsl\"\n#endif\n\
                         #include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n\
-                        const uint OP = 0u;\n#include \"reduce_ops.glsl\"\n";
+                        const uint OP = 0u;\n#include \"reduce_ops.glsl\"\n#include \"dynamic_start.glsl\"\n";
 
 /// One dispatch of a GEMM with an epilogue: the GEMM's own source, built with its own defines,
 /// storing each result through `epilogue(i, v)`, the run's other members at result index i
@@ -1237,6 +1368,7 @@ fn include(name: &str) -> Option<&'static str> {
         "binary_ops.glsl" => include_str!("../shaders/binary_ops.glsl"),
         "compare_ops.glsl" => include_str!("../shaders/compare_ops.glsl"),
         "reduce_ops.glsl" => include_str!("../shaders/reduce_ops.glsl"),
+        "dynamic_start.glsl" => include_str!("../shaders/dynamic_start.glsl"),
         _ => return None,
     })
 }
@@ -1245,7 +1377,15 @@ fn include(name: &str) -> Option<&'static str> {
 /// a cached kernel's file name, so SPIR-V compiled by a build whose headers differ (an op's
 /// rounding fixed, a workgroup size changed) is never taken for the same source.
 static HEADERS: Lazy<u64> = Lazy::new(|| {
-    let names = ["common.glsl", "math64.glsl", "unary_ops.glsl", "binary_ops.glsl", "compare_ops.glsl", "reduce_ops.glsl"];
+    let names = [
+        "common.glsl",
+        "math64.glsl",
+        "unary_ops.glsl",
+        "binary_ops.glsl",
+        "compare_ops.glsl",
+        "reduce_ops.glsl",
+        "dynamic_start.glsl",
+    ];
     let all: String = names.iter().filter_map(|n| include(n)).collect();
     pipeline_disk_cache::hash(all.as_bytes())
 });
