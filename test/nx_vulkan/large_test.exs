@@ -239,6 +239,41 @@ defmodule Nx.Vulkan.LargeTest do
     )
   end
 
+  defmodule Loops do
+    import Nx.Defn
+
+    defn grow(x, y, n) do
+      {x, y, _, _} =
+        while {x, y, i = 0, n}, i < n do
+          {x + i, y * 0.5, i + 1, n}
+        end
+
+      {x, y}
+    end
+  end
+
+  test "a device loop whose state is at the binding limit and past one row of workgroups" do
+    # An s32 state slot of the binding limit's size, and an f32 one past 2^24 elements: the
+    # gated copies of both (16-byte units) span more than one row of workgroups.
+    x = Nx.iota({near_limit({:s, 32})}, type: :s32)
+    y = Nx.iota({@above}, type: :f32)
+    before = Nx.Vulkan.compiler_census()
+    iterations = Nx.Vulkan.stats().loop_iterations
+    prime_pool(Nx.byte_size(x))
+    prime_pool(Nx.byte_size(y))
+    {gx, gy} = Nx.Defn.jit(&Loops.grow/3, compiler: Nx.Vulkan).(x, y, Nx.tensor(4))
+    assert %Nx.Vulkan.Backend{} = gx.data
+
+    {px, py} = {positions(Nx.size(x)), positions(Nx.size(y))}
+    # 0 + 1 + 2 + 3, and four halvings (exact).
+    Nx.Testing.assert_equal(at(gx, px), Nx.add(at(x, px), 6))
+    Nx.Testing.assert_equal(at(gy, py), Nx.multiply(at(y, py), 0.0625))
+
+    # Under the Evaluator it would be a host read per condition: the device ran the loop.
+    assert Nx.Vulkan.compiler_census().evaluator == before.evaluator
+    assert Nx.Vulkan.stats().loop_iterations >= iterations + 4
+  end
+
   test "sort, cumulative sums, windows and scatter past one row of workgroups" do
     rows = div(@above, 4) + 1
     n = rows * 4
