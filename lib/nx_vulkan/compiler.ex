@@ -351,7 +351,8 @@ defmodule Nx.Vulkan.Compiler do
   # initial value computed from them, directly or through the body) becomes a runtime_call node
   # whose function, at capture, records a device loop; hooks inside the loop keep it a `while`
   # (the Evaluator's order of hook calls), as does a loop nested in a device loop's body (the
-  # body's capture then gives up, and the function runs under the Evaluator). The rewrite keeps
+  # body's capture then gives up, and the function runs under the Evaluator); one nested in an
+  # unrolled loop's body is a device loop of its own at each unrolled iteration. The rewrite keeps
   # every other node, ids included; nodes above a rewritten one are rebuilt.
   defp device_loops(expr, device, opts) do
     {expr, _memo} = Composite.traverse(expr, %{}, &rewrite_loop(&1, &2, device, opts))
@@ -366,12 +367,26 @@ defmodule Nx.Vulkan.Compiler do
       %{} ->
         {args, memo} = Tree.apply_args(t, :scope, memo, &rewrite_loop(&1, &2, device, opts))
         t = put_in(t.data.args, args)
-        t = if op == :while and device_loop?(t), do: to_device_loop(t, device, opts), else: t
+
+        t =
+          cond do
+            op != :while -> t
+            device_loop?(t) -> to_device_loop(t, device, opts)
+            true -> in_unrolled_body(t, device, opts)
+          end
+
         {t, Map.put(memo, id, t)}
     end
   end
 
   defp rewrite_loop(other, memo, _device, _opts), do: {other, memo}
+
+  # A `while` the capture unrolls (its condition depends on no argument): the loops in its body
+  # (a scope of its own) that depend on the arguments become device loops too, each recorded
+  # at every unrolled iteration.
+  defp in_unrolled_body(%T{data: %Expr{args: [initial, arg, pred, body]}} = t, device, opts) do
+    put_in(t.data.args, [initial, arg, pred, device_loops(body, device, opts)])
+  end
 
   defp device_loop?(%T{data: %Expr{args: [initial, _arg, pred, body]}}) do
     initial = Composite.flatten_list([initial])

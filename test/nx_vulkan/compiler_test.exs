@@ -124,6 +124,21 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     x
   end
 
+  # A loop whose condition depends on the arguments, inside a loop of a fixed trip count.
+  defn in_unrolled(x, n) do
+    {x, _, _} =
+      while {x, k = 0, n}, k < 3 do
+        {x, _, _} =
+          while {x, i = 0, m = n + k}, i < m do
+            {x * 2, i + 1, m}
+          end
+
+        {x + 1, k + 1, n}
+      end
+
+    x
+  end
+
   # A dynamic slice and a put_slice with tensor starts computed from the loop counter (some
   # negative or past the end: they clamp), of s32, u8 and s16.
   defn slide(t, acc, n) do
@@ -1186,6 +1201,19 @@ defmodule Nx.Vulkan.CompilerTest do
         assert info.merged_kernels == 1
         refute "copy_starts_b4" in info.kernels
       end
+    end
+
+    test "a loop that depends on the arguments inside a loop the capture unrolls" do
+      x = random({5})
+
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.in_unrolled/2, [[x, Nx.tensor(0)], [x, Nx.tensor(4)]])
+        end)
+
+      assert delta.evaluator == %{}
+      info = Nx.Vulkan.program_info(&Fns.in_unrolled/2, [x, Nx.tensor(2)])
+      assert Enum.count(info.kernels, &(&1 == "device_loop")) == 3
     end
 
     test "loops the device does not run: nested in a device loop's body, or with hooks" do
