@@ -350,9 +350,9 @@ defmodule Nx.Vulkan.Compiler do
   # A `while` whose condition depends on the arguments (its state reaches the condition from an
   # initial value computed from them, directly or through the body) becomes a runtime_call node
   # whose function, at capture, records a device loop; hooks inside the loop keep it a `while`
-  # (the Evaluator's order of hook calls), as does a loop nested in a device loop's body (the
-  # body's capture then gives up, and the function runs under the Evaluator); one nested in an
-  # unrolled loop's body is a device loop of its own at each unrolled iteration. The rewrite keeps
+  # (the Evaluator's order of hook calls). A loop nested in a device loop's body is a device
+  # loop inside it (the outer one then reads its condition before each iteration); one nested
+  # in an unrolled loop's body is a device loop of its own at each unrolled iteration. The rewrite keeps
   # every other node, ids included; nodes above a rewritten one are rebuilt.
   defp device_loops(expr, device, opts) do
     {expr, _memo} = Composite.traverse(expr, %{}, &rewrite_loop(&1, &2, device, opts))
@@ -445,6 +445,9 @@ defmodule Nx.Vulkan.Compiler do
 
   defp to_device_loop(%T{data: %Expr{args: [initial, arg, pred, body]} = data} = t, device, opts) do
     template = Composite.traverse(arg, &Nx.to_template/1)
+    # Loops in the body that depend on its state are device loops of their own (loops.rs runs
+    # a body with loops inside one checked iteration at a time).
+    body = device_loops(body, device, opts)
     spec = %{arg: arg, pred: pred, body: body, device: device, opts: opts}
     %{t | data: %{data | op: :runtime_call, args: [initial, &run_device_loop/2, template, spec]}}
   end

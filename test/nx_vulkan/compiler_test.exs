@@ -1216,14 +1216,33 @@ defmodule Nx.Vulkan.CompilerTest do
       assert Enum.count(info.kernels, &(&1 == "device_loop")) == 3
     end
 
-    test "loops the device does not run: nested in a device loop's body, or with hooks" do
+    test "a device loop nested in a device loop's body, at every batch cap" do
       x = random({4})
+      iterations = Nx.Vulkan.stats().loop_iterations
 
       {_, delta} =
-        census_delta(fn -> assert_same(&Fns.nested/2, [[x, Nx.tensor(4)]]) end)
+        census_delta(fn ->
+          for cap <- [0, 4, 64] do
+            Nx.Vulkan.set_batch_max(cap)
 
-      assert [{"a device loop: a host read" <> _, 1}] = Map.to_list(delta.evaluator)
+            assert_same(&Fns.nested/2, [
+              [x, Nx.tensor(0)],
+              [x, Nx.tensor(1)],
+              [x, Nx.tensor(4)],
+              [Nx.negate(x), Nx.tensor(23)]
+            ])
+          end
+        end)
 
+      assert delta.evaluator == %{}
+      # The outer loop's iterations and the inner loops' (0 + 1 + ... + 22 of them at 23).
+      assert Nx.Vulkan.stats().loop_iterations - iterations >= 3 * (23 + 253)
+      info = Nx.Vulkan.program_info(&Fns.nested/2, [x, Nx.tensor(4)])
+      assert Enum.count(info.kernels, &(&1 == "device_loop")) == 1
+    end
+
+    test "a loop with hooks runs under the Evaluator" do
+      x = random({4})
       parent = self()
 
       hooked =

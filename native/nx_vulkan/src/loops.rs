@@ -16,6 +16,11 @@
 //! one iteration while they take under CHUNK_TARGET and halve past it, so a long loop of small
 //! bodies costs a fence wait per many iterations, and a loop of heavy bodies wastes at most one
 //! chunk's iterations (of at most CHUNK_TARGET) after its condition turns false.
+//!
+//! A body that runs device loops of its own (a `while` nested in the body) is not run ahead of
+//! its condition: an inner loop started on a state the outer condition rejects might never end.
+//! Such a loop reads its condition before each iteration (a fence wait), then records the body's
+//! commands in order, running each inner loop as the GPU thread runs any (`nested`).
 use crate::capture::ProgramRef;
 use crate::error::{Error, Result};
 use crate::queue::{self, Command, LoopRun};
@@ -46,6 +51,9 @@ pub struct Loop {
     step_commands: Vec<Command>,
     check: OnceLock<CommandBuffer>,
     step: OnceLock<CommandBuffer>,
+    /// For a body with device loops inside: its commands and the state update (ungated: they
+    /// run only after the condition read true), in capture order; `step_commands` is empty.
+    pub nested: Option<Vec<Command>>,
     /// What the commands bind: both programs (their intermediates), the state and flag tensors,
     /// the body's results (a constant one is a tensor of its own), scratch buffers.
     _programs: [ResourceArc<ProgramRef>; 2],
@@ -136,20 +144,32 @@ fn loop_new<'a>(
         return Err(crate::error::arg_error!("a device loop's condition flag must not be a state tensor"));
     }
     let check_commands = cond.0.commands.clone();
-    if check_commands.iter().chain(&body.0.commands).any(|c| matches!(c, Command::Loop(_) | Command::Program(_))) {
-        return Err(crate::error::unsupported!("a device loop inside a device loop"));
+    if check_commands.iter().any(|c| matches!(c, Command::Loop(_) | Command::Program(_))) {
+        return Err(crate::error::unsupported!("a device loop inside a device loop's condition"));
     }
-    let mut step_commands = check_commands.clone();
-    step_commands.extend(body.0.commands.iter().cloned());
-    step_commands.extend(aside);
+    if body.0.commands.iter().any(|c| matches!(c, Command::Program(_))) {
+        return Err(crate::error::unsupported!("a program inside a device loop"));
+    }
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
-    queue::copy_commands(&pairs, Some(&flag_buffer), |copy| {
-        step_commands.push(copy);
-        Ok(())
-    })?;
-    // In dependency levels, as a program's commands: the condition's levels run beside the
-    // body's (both only read the state), one barrier between levels.
-    let (step_commands, _) = crate::capture::by_level(step_commands);
+    let (step_commands, nested) = if body.0.commands.iter().any(|c| matches!(c, Command::Loop(_))) {
+        let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside).collect();
+        queue::copy_commands(&pairs, None, |copy| {
+            commands.push(copy);
+            Ok(())
+        })?;
+        (Vec::new(), Some(commands))
+    } else {
+        let mut step_commands = check_commands.clone();
+        step_commands.extend(body.0.commands.iter().cloned());
+        step_commands.extend(aside);
+        queue::copy_commands(&pairs, Some(&flag_buffer), |copy| {
+            step_commands.push(copy);
+            Ok(())
+        })?;
+        // In dependency levels, as a program's commands: the condition's levels run beside the
+        // body's (both only read the state), one barrier between levels.
+        (crate::capture::by_level(step_commands).0, None)
+    };
     let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?;
     let l = Loop {
         device,
@@ -160,6 +180,7 @@ fn loop_new<'a>(
         step_commands,
         check: OnceLock::new(),
         step: OnceLock::new(),
+        nested,
         _programs: [cond, body],
         _tensors: tensors,
     };

@@ -1128,6 +1128,9 @@ impl Recorder {
     /// the open command buffer. Returns the time spent submitting and waiting.
     fn run_loop(&mut self, run: &LoopRun) -> Result<Duration> {
         let l = &run.looped;
+        if let Some(body) = &l.nested {
+            return self.run_nested_loop(run, body);
+        }
         let (step, check) = (l.step()?, l.check()?);
         let fns = ctx()?.device.fns();
         let initial: SmallVec<[_; 8]> = run.initial.iter().zip(&l.state).collect();
@@ -1174,6 +1177,53 @@ impl Recorder {
         let outputs: SmallVec<[_; 8]> = l.state.iter().zip(&run.outputs).collect();
         let batch = self.batch()?;
         unsafe { record_copies(batch, &outputs)? };
+        Ok(waited)
+    }
+
+    /// A device loop whose body runs device loops (loops.rs, `nested`): per iteration the
+    /// condition alone, submitted and read; if true, the body's commands recorded in order (its
+    /// loops run in turn) with the state update. Returns the time spent submitting and waiting.
+    fn run_nested_loop(&mut self, run: &LoopRun, body: &[Command]) -> Result<Duration> {
+        let l = &run.looped;
+        let check = l.check()?;
+        let fns = ctx()?.device.fns();
+        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(&l.state).collect();
+        unsafe { record_copies(self.batch()?, &initial)? };
+        let mut waited = Duration::ZERO;
+        loop {
+            let batch = self.batch()?;
+            unsafe {
+                batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
+                (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), 1, &check.handle());
+                let flag = CopyBufferInfo::buffers(l.flag.clone().slice(..4), l.staging.clone().slice(..4));
+                batch.cb.copy_buffer_unchecked(&flag);
+            }
+            batch.hazards = Hazards::default();
+            batch.bound_pipeline = vk::Pipeline::null();
+            stats().barriers.fetch_add(2, Ordering::Relaxed);
+            let started = Instant::now();
+            self.submit(true, "loop")?;
+            waited += started.elapsed();
+            stats().loop_chunks.fetch_add(1, Ordering::Relaxed);
+            let guard = l.staging.read().map_err(|e| Error::vulkan("mapping a device loop's condition", e))?;
+            let go = u32::from_ne_bytes([guard[0], guard[1], guard[2], guard[3]]) != 0;
+            drop(guard);
+            if !go {
+                break;
+            }
+            stats().loop_iterations.fetch_add(1, Ordering::Relaxed);
+            for command in body {
+                match command {
+                    Command::Loop(inner) => waited += self.run_loop(inner)?,
+                    command => {
+                        let batch = self.batch()?;
+                        unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? }
+                    }
+                }
+            }
+        }
+        let outputs: SmallVec<[_; 8]> = l.state.iter().zip(&run.outputs).collect();
+        unsafe { record_copies(self.batch()?, &outputs)? };
         Ok(waited)
     }
 
