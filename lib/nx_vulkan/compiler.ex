@@ -370,9 +370,11 @@ defmodule Nx.Vulkan.Compiler do
 
         t =
           cond do
-            op != :while -> t
-            device_loop?(t) -> to_device_loop(t, device, opts)
-            true -> in_unrolled_body(t, device, opts)
+            op == :while and device_loop?(t) -> to_device_loop(t, device, opts)
+            op == :while -> in_unrolled_body(t, device, opts)
+            op == :cond and not tuple?(t) and selects?(t) -> selects(t, & &1)
+            op == :elem and selects?(hd(args)) -> selects(hd(args), &elem(&1, Enum.at(args, 1)))
+            true -> t
           end
 
         {t, Map.put(memo, id, t)}
@@ -380,6 +382,64 @@ defmodule Nx.Vulkan.Compiler do
   end
 
   defp rewrite_loop(other, memo, _device, _opts), do: {other, memo}
+
+  ## Conditionals as selects
+
+  # A `cond` whose predicates depend on the scope's parameters (the arguments, or a loop's
+  # state) would make the capture give up at its host read. Instead every branch computes and
+  # the predicates choose, first true clause first: select(p1, b1, select(p2, b2, last)). Nx has
+  # cast and broadcast the branches to the result's type and shape already, and a select's
+  # predicate is true where it is not zero, as the Evaluator reads one. Only branches that just
+  # compute: a loop might not end, and a hook must not fire, where its branch is not taken
+  # (such a cond stays, and the function runs under the Evaluator). A tuple result is chosen
+  # leaf by leaf, where its `elem` nodes read it.
+  defp selects?(%T{data: %Expr{op: :cond, args: [clauses, last]}} = t) do
+    {preds, bodies} = Enum.unzip(clauses)
+    leaves = Composite.flatten_list([last | bodies])
+
+    Enum.any?(preds, &(MapSet.size(parameters(&1)) > 0)) and
+      Enum.all?([t | preds ++ leaves], &(&1.vectorized_axes == [])) and
+      computes_only?(preds ++ leaves)
+  end
+
+  defp selects?(_), do: false
+
+  defp selects(%T{data: %Expr{args: [clauses, last]}}, pick) do
+    List.foldr(clauses, pick.(last), fn {pred, body}, otherwise ->
+      Nx.select(pred, pick.(body), otherwise)
+    end)
+  end
+
+  defp tuple?(%T{type: type}), do: match?({:tuple, _}, type)
+
+  @not_pure [:while, :hook, :token, :attach_token, :runtime_call]
+
+  # Whether `exprs` hold no loop, hook or host call (anywhere below them).
+  defp computes_only?(exprs) do
+    {_, pure?} = Enum.reduce(exprs, {%{}, true}, &pure/2)
+    pure?
+  end
+
+  defp pure(_, {_, false} = acc), do: acc
+
+  defp pure(%T{data: %Expr{id: id, op: op, args: args}}, {seen, true}) do
+    cond do
+      Map.has_key?(seen, id) -> {seen, true}
+      op in @not_pure -> {seen, false}
+      true -> pure_args(args, {Map.put(seen, id, true), true})
+    end
+  end
+
+  defp pure(_, acc), do: acc
+
+  defp pure_args(args, acc) do
+    Enum.reduce(args, acc, fn
+      %T{} = t, acc -> pure(t, acc)
+      list, acc when is_list(list) -> pure_args(list, acc)
+      tuple, acc when is_tuple(tuple) -> pure_args(Tuple.to_list(tuple), acc)
+      _, acc -> acc
+    end)
+  end
 
   # A `while` the capture unrolls (its condition depends on no argument): the loops in its body
   # (a scope of its own) that depend on the arguments become device loops too, each recorded
@@ -446,8 +506,9 @@ defmodule Nx.Vulkan.Compiler do
   defp to_device_loop(%T{data: %Expr{args: [initial, arg, pred, body]} = data} = t, device, opts) do
     template = Composite.traverse(arg, &Nx.to_template/1)
     # Loops in the body that depend on its state are device loops of their own (loops.rs runs
-    # a body with loops inside one checked iteration at a time).
+    # a body with loops inside one checked iteration at a time); conds become selects.
     body = device_loops(body, device, opts)
+    pred = device_loops(pred, device, opts)
     spec = %{arg: arg, pred: pred, body: body, device: device, opts: opts}
     %{t | data: %{data | op: :runtime_call, args: [initial, &run_device_loop/2, template, spec]}}
   end

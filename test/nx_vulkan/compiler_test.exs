@@ -24,6 +24,46 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     if Nx.sum(x) > 0, do: x * 2, else: x - 1
   end
 
+  # A loop inside a branch: the branch cannot compute where it is not taken.
+  defn branch_with_loop(x, n) do
+    if Nx.sum(x) > 0 do
+      {x, _, _} =
+        while {x, i = 0, n}, i < n do
+          {x * 2, i + 1, n}
+        end
+
+      x
+    else
+      x
+    end
+  end
+
+  # Clauses in order, tuple results of mixed types (Nx casts the branches to the result's
+  # type), a NaN or an infinity in a branch not taken, predicates of several types, a cond
+  # in a branch and one in a device loop's body.
+  defn branches(x, k) do
+    {a, b} =
+      cond do
+        Nx.all(x > 0.5) -> {Nx.log(x), 1}
+        k == 2 -> {x / 0.0, 2.5}
+        Nx.any(Nx.is_nan(x)) -> {x * 0.0, -1}
+        true -> {Nx.sqrt(x - 10), k}
+      end
+
+    c = if Nx.sum(x), do: Nx.as_type(k, :f32), else: if(k > 0, do: 1.0, else: -1.0)
+
+    {d, _, _} =
+      while {d = x, i = 0, k}, i < k do
+        {if(Nx.sum(d) > 4, do: d - 3, else: d * 2), i + 1, k}
+      end
+
+    {a, b, c, d}
+  end
+
+  defn hooked_branch(x) do
+    if Nx.sum(x) > 0, do: hook(x * 2, :taken), else: x
+  end
+
   defn hooked(x) do
     x |> Nx.exp() |> hook(:seen) |> Nx.add(1)
   end
@@ -911,7 +951,7 @@ defmodule Nx.Vulkan.CompilerTest do
       assert d > 0 and c >= d and b > 0 and bytes > 0 and barriers < c
 
       assert {:evaluator, "a host read" <> _} =
-               Nx.Vulkan.program_info(&Fns.branch/1, [random({4, 4})])
+               Nx.Vulkan.program_info(&Fns.branch_with_loop/2, [random({4, 4}), Nx.tensor(2)])
     end
 
     test "telemetry: a compile event per structure, a run event per call" do
@@ -979,11 +1019,19 @@ defmodule Nx.Vulkan.CompilerTest do
     test "while, cond, hooks, random and deferred checks give the Evaluator's results, counted by reason" do
       x = random({4, 4})
       # A fixed trip count unrolls into the program; a predicate computed from the argument
+      # chooses between branches that both compute (selects); one whose branch holds a loop
       # runs under the Evaluator.
       {_, delta} = census_delta(fn -> assert_same(&Fns.counted/1, [[x], [Nx.negate(x)]]) end)
       assert delta == %{programs: 1, replays: 2, evaluator: %{}}
 
       {_, delta} = census_delta(fn -> assert_same(&Fns.branch/1, [[x], [Nx.subtract(x, 100)]]) end)
+      assert delta == %{programs: 1, replays: 2, evaluator: %{}}
+
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.branch_with_loop/2, [[x, Nx.tensor(2)], [Nx.negate(x), Nx.tensor(2)]])
+        end)
+
       assert delta.programs == 0
 
       assert [{"a host read of a value computed from the arguments" <> _, 2}] =
@@ -1239,6 +1287,44 @@ defmodule Nx.Vulkan.CompilerTest do
       assert Nx.Vulkan.stats().loop_iterations - iterations >= 3 * (23 + 253)
       info = Nx.Vulkan.program_info(&Fns.nested/2, [x, Nx.tensor(4)])
       assert Enum.count(info.kernels, &(&1 == "device_loop")) == 1
+    end
+
+    test "conds whose predicates depend on the arguments: every branch computes, selects choose" do
+      x = random({3, 4})
+      nan = Nx.put_slice(x, [1, 2], Nx.tensor([[:nan]], type: :f32))
+
+      {_, delta} =
+        census_delta(fn ->
+          for cap <- [0, 64] do
+            Nx.Vulkan.set_batch_max(cap)
+
+            assert_same(
+              &Fns.branches/2,
+              for(
+                x <- [Nx.add(Nx.abs(x), 0.6), x, nan, Nx.negate(Nx.abs(x))],
+                k <- [0, 2, 5],
+                do: [x, Nx.tensor(k)]
+              )
+            )
+          end
+        end)
+
+      assert delta.evaluator == %{}
+      assert delta.programs == 1
+
+      # A hook in a branch fires only where the branch is taken: the Evaluator's.
+      parent = self()
+
+      hooked =
+        Nx.Defn.jit(&Fns.hooked_branch/1,
+          compiler: Nx.Vulkan,
+          hooks: %{taken: &send(parent, {:taken, &1})}
+        )
+
+      {result, delta} = census_delta(fn -> hooked.(Nx.negate(Nx.abs(x))) end)
+      assert Nx.to_binary(result) == Nx.to_binary(Nx.negate(Nx.abs(x)))
+      refute_received {:taken, _}
+      assert [{"a host read" <> _, 1}] = Map.to_list(delta.evaluator)
     end
 
     test "a loop with hooks runs under the Evaluator" do
