@@ -60,6 +60,9 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     {a, b, c, d}
   end
 
+  # A guard: the quotient's branch is not taken where a divisor is 0.
+  defn(guarded_quotient(a, b), do: if(Nx.all(b != 0), do: Nx.quotient(a, b), else: a))
+
   defn hooked_branch(x) do
     if Nx.sum(x) > 0, do: hook(x * 2, :taken), else: x
   end
@@ -1311,6 +1314,13 @@ defmodule Nx.Vulkan.CompilerTest do
 
       assert delta.evaluator == %{}
       assert delta.programs == 1
+
+      # A branch that would raise where it is not taken (a deferred check in the program):
+      # the Evaluator's result, under the Evaluator.
+      guarded = Nx.Defn.jit(&Fns.guarded_quotient/2, compiler: Nx.Vulkan)
+      {result, delta} = census_delta(fn -> guarded.(Nx.tensor([7, 9]), Nx.tensor([0, 4])) end)
+      assert Nx.to_list(result) == [7, 9]
+      assert %{"a deferred check" => 1} = delta.evaluator
 
       # A hook in a branch fires only where the branch is taken: the Evaluator's.
       parent = self()
