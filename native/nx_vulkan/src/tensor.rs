@@ -159,9 +159,13 @@ pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
 /// Whether `buffer` is past the age limit at `now` (and forgets its birth if so: it is about to go).
 fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>, now: Instant) -> bool {
     let max_age = POOL_MAX_AGE_MS.load(Ordering::Relaxed);
+    // Without an age limit (the default) the buffer object is not touched: on an eager op's
+    // path its first read is a cache miss (the GPU thread had it last).
+    if max_age == 0 {
+        return false;
+    }
     let h = queue::handle(buffer);
-    let old = max_age != 0
-        && born.get(&h).is_some_and(|t| now.saturating_duration_since(*t) > std::time::Duration::from_millis(max_age));
+    let old = born.get(&h).is_some_and(|t| now.saturating_duration_since(*t) > std::time::Duration::from_millis(max_age));
     if old {
         born.remove(&h);
     }
