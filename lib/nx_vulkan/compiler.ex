@@ -390,9 +390,9 @@ defmodule Nx.Vulkan.Compiler do
   # the predicates choose, first true clause first: select(p1, b1, select(p2, b2, last)). Nx has
   # cast and broadcast the branches to the result's type and shape already, and a select's
   # predicate is true where it is not zero, as the Evaluator reads one. Only branches that just
-  # compute: a loop might not end, and a hook must not fire, where its branch is not taken
-  # (such a cond stays, and the function runs under the Evaluator). A tuple result is chosen
-  # leaf by leaf, where its `elem` nodes read it.
+  # compute: a loop might not end, a hook must not fire and an integer division must not raise
+  # where its branch is not taken (such a cond stays, and the function runs under the
+  # Evaluator). A tuple result is chosen leaf by leaf, where its `elem` nodes read it.
   defp selects?(%T{data: %Expr{op: :cond, args: [clauses, last]}} = t) do
     {preds, bodies} = Enum.unzip(clauses)
     leaves = Composite.flatten_list([last | bodies])
@@ -413,8 +413,11 @@ defmodule Nx.Vulkan.Compiler do
   defp tuple?(%T{type: type}), do: match?({:tuple, _}, type)
 
   @not_pure [:while, :hook, :token, :attach_token, :runtime_call]
+  # Ops that raise on some values (integer division by zero, a negative integer exponent or
+  # shift, a singular matrix: deferred checks): in a branch not taken they must not.
+  @may_raise [:quotient, :remainder, :pow, :left_shift, :right_shift, :triangular_solve]
 
-  # Whether `exprs` hold no loop, hook or host call (anywhere below them).
+  # Whether `exprs` hold no loop, hook, host call or op that may raise (anywhere below them).
   defp computes_only?(exprs) do
     {_, pure?} = Enum.reduce(exprs, {%{}, true}, &pure/2)
     pure?
@@ -422,10 +425,11 @@ defmodule Nx.Vulkan.Compiler do
 
   defp pure(_, {_, false} = acc), do: acc
 
-  defp pure(%T{data: %Expr{id: id, op: op, args: args}}, {seen, true}) do
+  defp pure(%T{data: %Expr{id: id, op: op, args: args}} = t, {seen, true}) do
     cond do
       Map.has_key?(seen, id) -> {seen, true}
       op in @not_pure -> {seen, false}
+      op in @may_raise and (op == :triangular_solve or Nx.Type.integer?(t.type)) -> {seen, false}
       true -> pure_args(args, {Map.put(seen, id, true), true})
     end
   end

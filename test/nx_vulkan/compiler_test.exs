@@ -96,6 +96,24 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     Nx.quotient(a, b)
   end
 
+  # Two checked ops (a quotient and a shift by tensors), an output from each, one from both and
+  # one from neither.
+  defn checked_ops(a, b, c) do
+    q = Nx.quotient(a, b)
+    {q, q + Nx.left_shift(a, c), a * 2}
+  end
+
+  defn solve_lower(m, y), do: Nx.LinAlg.triangular_solve(m, y, lower: true)
+
+  defn divide_loop(a, n) do
+    {a, _, _} =
+      while {a, i = 0, n}, i < n do
+        {Nx.quotient(a, i + 1), i + 1, n}
+      end
+
+    a
+  end
+
   # Device loops: `while`s whose condition depends on the arguments.
   defn double_until(x, limit) do
     {x, i, _} =
@@ -1063,12 +1081,58 @@ defmodule Nx.Vulkan.CompilerTest do
           assert_same(&Fns.divide_ints/2, [[Nx.tensor([7, 9]), Nx.tensor([2, 4])]])
         end)
 
-      assert %{"a deferred check" => 1} = delta.evaluator
+      # Deferred checks compile: the quotient's check is the program's, made again for each call.
+      assert delta == %{programs: 1, replays: 1, evaluator: %{}}
       divide = Nx.Defn.jit(&Fns.divide_ints/2, compiler: Nx.Vulkan)
 
       assert_raise ArithmeticError, fn ->
         divide.(Nx.tensor([1, 2]), Nx.tensor([1, 0])) |> Nx.to_list()
       end
+    end
+
+    test "deferred checks in a program: each call's outputs carry their own, raised at their read" do
+      checked = Nx.Defn.jit(&Fns.checked_ops/3, compiler: Nx.Vulkan)
+      {a, b, c} = {Nx.tensor([7, -9, 12]), Nx.tensor([2, 4, 5]), Nx.tensor([1, 2, 3])}
+
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.checked_ops/3, [[a, b, c], [Nx.negate(a), c, b]])
+        end)
+
+      assert delta.evaluator == %{}
+
+      # A zero divisor: the outputs computed from the quotient raise at their read, the one
+      # computed from neither checked op does not; a later clean call is unaffected, and the
+      # failed call's outputs still raise after it.
+      {q, combined, doubled} = checked.(a, Nx.tensor([2, 0, 5]), c)
+      {q2, combined2, _} = checked.(a, b, c)
+      assert Nx.to_list(doubled) == [14, -18, 24]
+      assert Nx.to_list(q2) == Nx.to_list(Nx.quotient(a, b))
+      assert Nx.to_list(combined2) == Nx.to_list(Nx.add(Nx.quotient(a, b), Nx.left_shift(a, c)))
+      assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.to_list(q) end
+      assert_raise ArithmeticError, ~r/integer quotient by zero/, fn -> Nx.to_list(combined) end
+
+      # Both checks failing: the first made (the quotient's) is the one raised.
+      {_, combined, _} = checked.(a, Nx.tensor([0, 1, 1]), Nx.tensor([1, -2, 1]))
+      assert_raise ArithmeticError, ~r/quotient by zero/, fn -> Nx.to_list(combined) end
+      # Only the shift's.
+      {q, combined, _} = checked.(a, b, Nx.tensor([1, -2, 1]))
+      assert Nx.to_list(q) == Nx.to_list(Nx.quotient(a, b))
+      assert_raise ArgumentError, ~r/cannot left shift by -2/, fn -> Nx.to_list(combined) end
+
+      # A singular triangular matrix.
+      solve = Nx.Defn.jit(&Fns.solve_lower/2, compiler: Nx.Vulkan)
+      m = Nx.tensor([[2.0, 0.0], [1.0, 3.0]])
+      assert_same(&Fns.solve_lower/2, [[m, Nx.tensor([1.0, 2.0])]])
+      singular = solve.(Nx.tensor([[2.0, 0.0], [1.0, 0.0]]), Nx.tensor([1.0, 2.0]))
+      assert_raise ArgumentError, ~r/singular/, fn -> Nx.to_binary(singular) end
+
+      # In a device loop's body: the loop runs under the Evaluator (raising as it does).
+      {_, delta} =
+        census_delta(fn -> assert_same(&Fns.divide_loop/2, [[a, Nx.tensor(2)]]) end)
+
+      assert [{"a device loop: a deferred check inside a device loop" <> _, 1}] =
+               Map.to_list(delta.evaluator)
     end
 
     test "hooks get every call's values, in the Evaluator's order, from a compiled program" do
@@ -1315,12 +1379,13 @@ defmodule Nx.Vulkan.CompilerTest do
       assert delta.evaluator == %{}
       assert delta.programs == 1
 
-      # A branch that would raise where it is not taken (a deferred check in the program):
-      # the Evaluator's result, under the Evaluator.
+      # A branch that would raise where it is not taken (an integer quotient guarded against
+      # a zero divisor): the cond stays, under the Evaluator, which takes only its branch.
       guarded = Nx.Defn.jit(&Fns.guarded_quotient/2, compiler: Nx.Vulkan)
       {result, delta} = census_delta(fn -> guarded.(Nx.tensor([7, 9]), Nx.tensor([0, 4])) end)
       assert Nx.to_list(result) == [7, 9]
-      assert %{"a deferred check" => 1} = delta.evaluator
+      assert [{"a host read" <> _, 1}] = Map.to_list(delta.evaluator)
+      assert Nx.to_list(guarded.(Nx.tensor([7, 9]), Nx.tensor([2, 4]))) == [3, 2]
 
       # A hook in a branch fires only where the branch is taken: the Evaluator's.
       parent = self()

@@ -145,6 +145,9 @@ struct State {
     folded: HashMap<u64, Vec<Command>>,
     /// Bytes of the buffers allocated while capturing (a program keeps them all).
     allocated_bytes: u64,
+    /// Deferred checks made while capturing (templates, checks.rs) and the buffers their
+    /// private copies of the condition's scalar went to, in order.
+    checks: Vec<(Arc<crate::checks::Check>, BufferRef)>,
     gave_up: Option<String>,
 }
 
@@ -173,7 +176,9 @@ impl Capture {
             state.gave_up = Some("an op runs on another device than the program's".into());
             return Ok(());
         }
-        if uses.iter().any(|b| b.checks.lock().map_or(true, |c| c.is_some())) {
+        // Checks made while capturing pass on as any op's do; a tensor from before the capture
+        // whose checks are not settled would need them read.
+        if uses.iter().any(|b| crate::checks::live(b).unwrap_or(true)) {
             state.gave_up = Some("an op reads a tensor that carries a deferred check".into());
             return Ok(());
         }
@@ -261,6 +266,25 @@ pub fn host_read(tensor: &BufferRef) -> Result<()> {
     Err(Error::Vulkan(format!("{what} while a compiled program is being recorded")))
 }
 
+/// Whether the calling process is capturing.
+pub fn capturing() -> bool {
+    current().is_some()
+}
+
+/// Keeps `check` (a template: attach_check while capturing) with `copy`, the buffer its
+/// condition's scalar is copied to, for the program's outputs. A condition that depends on no
+/// argument was computed at capture: the capture gives up on it (an eager check reads it).
+pub fn add_check(check: &Arc<crate::checks::Check>, copy: &BufferRef) -> Result<()> {
+    let Some(capture) = current() else { return Ok(()) };
+    let h = handle(&copy.get()?);
+    let derived = capture.state().derived.contains(&h);
+    if !derived {
+        return refuse("a deferred check of a value that depends on no argument");
+    }
+    capture.state().checks.push((check.clone(), copy.clone()));
+    Ok(())
+}
+
 /// What a capture cannot contain (a host read mid-work): the capture gives up, and the NIF
 /// fails (the compiler then runs the function under the Evaluator, where it can).
 pub fn refuse(what: &str) -> Result<()> {
@@ -295,6 +319,11 @@ pub struct Program {
     fresh: Vec<(u64, u64)>,
     /// For each fresh output, the inputs it was computed from (their deferred checks pass on).
     depends: Vec<SmallVec<[u32; 4]>>,
+    /// Deferred checks made in the program (templates, in order): their values are the last
+    /// `checks.len()` fresh outputs, which a replay keeps for the checks it makes from these;
+    /// `output_checks` says which of them each of the other fresh outputs carries.
+    checks: Vec<Arc<crate::checks::Check>>,
+    output_checks: Vec<SmallVec<[u32; 2]>>,
     /// Whether a replay runs the commands recorded once (`secondary`) on copies of the inputs,
     /// copying the outputs out, or records them again with the caller's buffers bound (see
     /// `worth_prerecording`).
@@ -347,6 +376,11 @@ impl Program {
 
     pub fn outputs(&self) -> &[Subbuffer<[u8]>] {
         &self.output_buffers
+    }
+
+    /// Whether the program makes deferred checks.
+    pub fn has_checks(&self) -> bool {
+        !self.checks.is_empty()
     }
 }
 
@@ -446,6 +480,35 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         };
         kinds.push(kind);
     }
+    // The checks the program's outputs carry (made while capturing): their values become more
+    // outputs, so that each replay makes its outputs' checks over values of its own.
+    // Per fresh output, its checks (positions in state.checks, the order they were made).
+    let mut carried: Vec<Vec<usize>> = Vec::with_capacity(fresh.len());
+    for &(h, _) in &fresh {
+        let out = outputs.iter().find(|o| o.get().is_ok_and(|b| handle(&b) == h)).expect("a fresh output is an output");
+        let mut positions = Vec::new();
+        for template in crate::checks::templates(out)? {
+            let Some(k) = state.checks.iter().position(|(c, _)| Arc::ptr_eq(c, &template)) else {
+                return Ok((atoms::gave_up(), "an output carries a deferred check made outside the program").encode(env));
+            };
+            positions.push(k);
+        }
+        carried.push(positions);
+    }
+    // The checks any output carries, in the order they were made (a replay makes its checks in
+    // this order, so a read reports the earliest failure as the Evaluator would).
+    let mut check_slots: Vec<usize> = carried.iter().flatten().copied().collect();
+    check_slots.sort_unstable();
+    check_slots.dedup();
+    let output_checks: Vec<SmallVec<[u32; 2]>> = carried
+        .iter()
+        .map(|positions| positions.iter().map(|k| check_slots.binary_search(k).expect("collected above") as u32).collect())
+        .collect();
+    let check_values: Vec<BufferRef> = check_slots.iter().map(|&k| state.checks[k].1.clone()).collect();
+    let checks: Vec<Arc<crate::checks::Check>> = check_slots.iter().map(|&k| state.checks[k].0.clone()).collect();
+    for value in &check_values {
+        fresh.push((handle(&value.get()?), value.bytes));
+    }
     let escapes: HashSet<u64> = fresh.iter().map(|&(h, _)| h).collect();
     // Which inputs flow into which outputs, from the commands as captured: a fused kernel reads
     // what all its members read and writes several results, which would tie an output to inputs
@@ -478,7 +541,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     });
     let output_buffers = fresh
         .iter()
-        .map(|&(h, _)| outputs.iter().find_map(|o| o.get().ok().filter(|b| handle(b) == h)))
+        .map(|&(h, _)| outputs.iter().chain(&check_values).find_map(|o| o.get().ok().filter(|b| handle(b) == h)))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
     let inputs_sized: Vec<(u64, u64)> = input_handles.iter().zip(&inputs).map(|(&h, b)| (h, b.bytes)).collect();
@@ -495,6 +558,8 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         output_buffers,
         fresh,
         depends,
+        checks,
+        output_checks,
         secondary: OnceLock::new(),
         replaying: Mutex::new(()),
         barriers: (0, barriers_in_capture_order),
@@ -680,6 +745,20 @@ fn program_run(env: Env, program: ResourceArc<ProgramRef>, inputs: Vec<BufferRef
             let from: SmallVec<[&BufferRef; 4]> = depends.iter().map(|&i| &inputs[i as usize]).collect();
             crate::checks::inherit(out, &from)?;
         }
+    }
+    // The program's own checks, over this replay's copies of their values (the last outputs,
+    // which the checks hold; the caller gets the others).
+    let returned = program.fresh.len() - program.checks.len();
+    if !program.checks.is_empty() {
+        let values = &outputs[returned..];
+        let made: Vec<_> =
+            program.checks.iter().zip(values).map(|(t, v)| crate::checks::instantiate(t, v.clone())).collect();
+        for (out, slots) in outputs.iter().zip(&program.output_checks) {
+            if !slots.is_empty() {
+                crate::checks::attach(out, slots.iter().map(|&s| made[s as usize].clone()).collect())?;
+            }
+        }
+        outputs.truncate(returned);
     }
     let replay = Replay { program: program.clone(), inputs: in_buffers, outputs: out_buffers };
     if program.prerecorded || !queue::timing_per_command() {

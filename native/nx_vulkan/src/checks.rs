@@ -24,6 +24,10 @@ mod atoms {
 const UNKNOWN: u8 = 0;
 const CLEAN: u8 = 1;
 const FAILED: u8 = 2;
+/// A check made while a program was captured (capture.rs): its value is the program's to
+/// compute at each replay, which gives the outputs checks of their own (`instantiate`); host
+/// reads never read a template.
+const TEMPLATE: u8 = 3;
 
 /// Orders checks by creation, so a read reports the earliest failure (later ones may be
 /// consequences of it).
@@ -91,8 +95,28 @@ impl CheckSet {
             return Some(Arc::new(set));
         }
         let (unsettled, failed) = set.collect();
-        let checks: Vec<Arc<Check>> = unsettled.into_iter().chain(failed).collect();
+        let checks: Vec<Arc<Check>> = unsettled.into_iter().chain(failed).chain(set.templates()).collect();
         (!checks.is_empty()).then(|| Arc::new(CheckSet { checks, parents: Vec::new(), depth: 0 }))
+    }
+
+    /// The templates in the set, each once, in the order they were made.
+    fn templates(&self) -> Vec<Arc<Check>> {
+        let mut found: Vec<Arc<Check>> = Vec::new();
+        let mut seen_sets: HashSet<*const CheckSet> = HashSet::new();
+        let mut stack: Vec<&CheckSet> = vec![self];
+        while let Some(set) = stack.pop() {
+            if !seen_sets.insert(set as *const CheckSet) {
+                continue;
+            }
+            for check in set.checks.iter().filter(|c| c.state.load(Ordering::Acquire) == TEMPLATE) {
+                if !found.iter().any(|f| Arc::ptr_eq(f, check)) {
+                    found.push(check.clone());
+                }
+            }
+            stack.extend(set.parents.iter().map(|p| p.as_ref()));
+        }
+        found.sort_by_key(|c| c.sequence);
+        found
     }
 
     /// Every check in the set not known to be clean: (not read yet, failed), each once.
@@ -148,6 +172,42 @@ pub fn inherit(out: &DeviceBuffer, inputs: &[&BufferRef]) -> Result<()> {
     Ok(())
 }
 
+/// Whether `tensor` carries checks a host read would have to read (not read yet, or failed).
+pub fn live(tensor: &DeviceBuffer) -> Result<bool> {
+    Ok(lock(&tensor.checks)?.as_ref().is_some_and(|set| {
+        let (unsettled, failed) = set.collect();
+        !unsettled.is_empty() || !failed.is_empty()
+    }))
+}
+
+/// The templates (checks made while a program was captured) `tensor` carries, in order.
+pub fn templates(tensor: &DeviceBuffer) -> Result<Vec<Arc<Check>>> {
+    Ok(lock(&tensor.checks)?.as_ref().map(|set| set.templates()).unwrap_or_default())
+}
+
+/// A replay's check from a template: the same condition and message over `value`, the
+/// replay's own copy of the condition's scalar.
+pub fn instantiate(template: &Check, value: BufferRef) -> Arc<Check> {
+    Arc::new(Check {
+        value,
+        dtype: template.dtype,
+        negative: template.negative,
+        arithmetic: template.arithmetic,
+        message: template.message.clone(),
+        sequence: NEXT_SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        state: AtomicU8::new(UNKNOWN),
+        read: AtomicU64::new(0),
+    })
+}
+
+/// Adds `checks` to those `out` carries.
+pub fn attach(out: &DeviceBuffer, checks: Vec<Arc<Check>>) -> Result<()> {
+    let mut own = lock(&out.checks)?;
+    let parents: Vec<Arc<CheckSet>> = own.take().into_iter().collect();
+    *own = CheckSet::new(checks, parents);
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
     m.lock().map_err(|_| Error::Vulkan("a check lock was poisoned".into()))
 }
@@ -191,22 +251,25 @@ fn attach_check(
     } else {
         return Err(arg_error!("a check's exception is :arithmetic or :argument"));
     };
-    crate::capture::refuse("a deferred check")?;
+    // While a program is captured the copy is one of its commands and the check a template:
+    // each replay's outputs get checks of their own (capture.rs).
+    let captured = crate::capture::capturing();
     let copy = tensor::alloc(bytes)?;
-    queue::record(Command::Copy { src: value.get()?, dst: copy.get()?, bytes })?;
+    crate::capture::record(Command::Copy { src: value.get()?, dst: copy.get()?, bytes }, &[&value, &copy])?;
     let check = Arc::new(Check {
-        value: copy,
+        value: copy.clone(),
         dtype,
         negative,
         arithmetic,
         message,
         sequence: NEXT_SEQUENCE.fetch_add(1, Ordering::Relaxed),
-        state: AtomicU8::new(UNKNOWN),
+        state: AtomicU8::new(if captured { TEMPLATE } else { UNKNOWN }),
         read: AtomicU64::new(0),
     });
-    let mut own = lock(&out.checks)?;
-    let parents: Vec<Arc<CheckSet>> = own.take().into_iter().collect();
-    *own = CheckSet::new(vec![check], parents);
+    if captured {
+        crate::capture::add_check(&check, &copy)?;
+    }
+    attach(&out, vec![check])?;
     Ok(rustler::types::atom::ok())
 }
 

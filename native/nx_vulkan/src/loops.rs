@@ -150,6 +150,10 @@ fn loop_new<'a>(
     if body.0.commands.iter().any(|c| matches!(c, Command::Program(_))) {
         return Err(crate::error::unsupported!("a program inside a device loop"));
     }
+    // A check made in an iteration would have to reach the loop's results: not done yet.
+    if cond.0.has_checks() || body.0.has_checks() {
+        return Err(crate::error::unsupported!("a deferred check inside a device loop"));
+    }
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
     let (step_commands, nested) = if body.0.commands.iter().any(|c| matches!(c, Command::Loop(_))) {
         let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside).collect();
