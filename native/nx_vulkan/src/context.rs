@@ -181,6 +181,16 @@ fn no_such_device(index: usize) -> Error {
     ))
 }
 
+/// At exit (exit_guard.rs, with no thread of ours inside the driver): waits until every opened
+/// device has finished the work submitted to it.
+pub fn wait_idle_at_exit() {
+    for slot in CONTEXTS.iter() {
+        if let Some(Ok(c)) = slot.get() {
+            let _ = unsafe { c.device.wait_idle() };
+        }
+    }
+}
+
 /// The indices of the devices opened so far.
 pub fn opened() -> Vec<usize> {
     (0..MAX_DEVICES).filter(|&i| matches!(CONTEXTS[i].get(), Some(Ok(_)))).collect()

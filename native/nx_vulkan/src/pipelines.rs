@@ -259,9 +259,10 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
                 // Niced: on a machine with few cores (lavapipe's), compiling must not take the
                 // CPU from the BEAM's schedulers.
                 crate::context::nice_this_thread();
+                crate::exit_guard::register_builder();
                 while let Ok(slot) = rx.recv() {
                     // Errors are reported where the dispatch is recorded.
-                    let _inside = crate::exit_guard::enter();
+                    let _inside = crate::exit_guard::enter_build();
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| slot.get()));
                     if rx.is_empty() {
                         pipeline_disk_cache::save_if_dirty();
