@@ -103,7 +103,9 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     {q, q + Nx.left_shift(a, c), a * 2}
   end
 
-  defn solve_lower(m, y), do: Nx.LinAlg.triangular_solve(m, y, lower: true)
+  defn solve_lower(m, y) do
+    Nx.LinAlg.triangular_solve(m, y, lower: true)
+  end
 
   defn divide_loop(a, n) do
     {a, _, _} =
