@@ -61,7 +61,9 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
   end
 
   # A guard: the quotient's branch is not taken where a divisor is 0.
-  defn(guarded_quotient(a, b), do: if(Nx.all(b != 0), do: Nx.quotient(a, b), else: a))
+  defn guarded_quotient(a, b) do
+    if Nx.all(b != 0), do: Nx.quotient(a, b), else: a
+  end
 
   defn hooked_branch(x) do
     if Nx.sum(x) > 0, do: hook(x * 2, :taken), else: x
