@@ -485,7 +485,10 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     // Per fresh output, its checks (positions in state.checks, the order they were made).
     let mut carried: Vec<Vec<usize>> = Vec::with_capacity(fresh.len());
     for &(h, _) in &fresh {
-        let out = outputs.iter().find(|o| o.get().is_ok_and(|b| handle(&b) == h)).expect("a fresh output is an output");
+        let out = outputs
+            .iter()
+            .find(|o| o.get().is_ok_and(|b| handle(&b) == h))
+            .ok_or_else(|| Error::Vulkan("a program output was deallocated while recorded".into()))?;
         let mut positions = Vec::new();
         for template in crate::checks::templates(out)? {
             let Some(k) = state.checks.iter().position(|(c, _)| Arc::ptr_eq(c, &template)) else {
@@ -502,7 +505,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     check_slots.dedup();
     let output_checks: Vec<SmallVec<[u32; 2]>> = carried
         .iter()
-        .map(|positions| positions.iter().map(|k| check_slots.binary_search(k).expect("collected above") as u32).collect())
+        .map(|positions| positions.iter().map(|k| check_slots.binary_search(k).unwrap_or_else(|at| at) as u32).collect())
         .collect();
     let check_values: Vec<BufferRef> = check_slots.iter().map(|&k| state.checks[k].1.clone()).collect();
     let checks: Vec<Arc<crate::checks::Check>> = check_slots.iter().map(|&k| state.checks[k].0.clone()).collect();
