@@ -1,8 +1,9 @@
 # A dropout training step (issue 10's client case): an MLP layer 784 -> 128 with a dropout mask
 # drawn by Nx.Random inside defn (threefry: `while` loops of u32 arithmetic), the loss and its
 # gradient, the loss read every step. Milliseconds per step (best and median of 5 blocks of 20
-# steps) under the Evaluator and compiled (`compiler: Nx.Vulkan`), the BinaryBackend beside, the
-# compiled program's dispatches, and the host syncs of one step.
+# steps; the BinaryBackend's of 3 single steps) under the Evaluator and compiled (`compiler:
+# Nx.Vulkan`), the BinaryBackend beside, the compiled program's dispatches, and the host syncs
+# of one step.
 #
 #   mix run bench/dropout_step.exs     (NXV_COMMIT=<commit> optional)
 defmodule DropoutStep do
@@ -35,23 +36,24 @@ inputs = fn backend ->
   end)
 end
 
-# Best and median ms per step of 5 blocks of 20 steps (after 3 warm-up steps), and the loss.
-time = fn fun, {w, x, key} ->
+# Best and median ms per step of `blocks` blocks of `steps` steps (after 3 warm-up steps; one
+# for the BinaryBackend, whose step takes seconds), and the loss.
+time = fn fun, {w, x, key}, blocks, steps ->
   run = fn ->
     {loss, _grad} = fun.(w, x, key)
     Nx.to_number(loss)
   end
 
-  for _ <- 1..3, do: run.()
+  for _ <- 1..min(steps, 3), do: run.()
 
-  blocks =
-    for _ <- 1..5 do
-      {us, _} = :timer.tc(fn -> for _ <- 1..20, do: run.() end)
-      us / 20 / 1000
+  times =
+    for _ <- 1..blocks do
+      {us, _} = :timer.tc(fn -> for _ <- 1..steps, do: run.() end)
+      us / steps / 1000
     end
 
-  sorted = Enum.sort(blocks)
-  {hd(sorted), Enum.at(sorted, 2), run.()}
+  sorted = Enum.sort(times)
+  {hd(sorted), Enum.at(sorted, div(blocks, 2)), run.()}
 end
 
 syncs = fn fun, {w, x, key} ->
@@ -72,7 +74,7 @@ IO.puts(
 evaluator = Nx.Defn.jit(&DropoutStep.step/3)
 compiled = Nx.Defn.jit(&DropoutStep.step/3, compiler: Nx.Vulkan)
 ours = inputs.(Nx.Vulkan.Backend)
-{host_best, host_median, host_loss} = time.(evaluator, inputs.(Nx.BinaryBackend))
+{host_best, host_median, host_loss} = time.(evaluator, inputs.(Nx.BinaryBackend), 3, 1)
 program = Nx.Vulkan.program_info(&DropoutStep.step/3, Tuple.to_list(ours))
 
 IO.puts("| run | best ms | median ms | loss | host syncs a step | dispatches |")
@@ -82,7 +84,7 @@ for {name, fun, dispatches} <- [
       {"Evaluator", evaluator, "-"},
       {"compiler: Nx.Vulkan", compiled, program.dispatches}
     ] do
-  {best, median, loss} = time.(fun, ours)
+  {best, median, loss} = time.(fun, ours, 5, 20)
   s = syncs.(fun, ours) |> Enum.sort() |> Enum.map_join(", ", fn {k, v} -> "#{k} #{v}" end)
 
   IO.puts(

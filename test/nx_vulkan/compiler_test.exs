@@ -223,6 +223,26 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     {Nx.put_slice(acc, [Nx.as_type(row + 1, :s16), col], piece + 1.0), i + 1}
   end
 
+  # A state read by the merged kernel that updates it (the multiply and the gated copy of x).
+  defn scale_loop(x, n) do
+    {x, _, _} =
+      while {x, i = 0, n}, i < n do
+        {x * Nx.as_type(i + 1, :f32) - 0.25, i + 1, n}
+      end
+
+    x
+  end
+
+  # A u8 state computed by a narrowing cast: its words cannot be copied from the kernel's result.
+  defn narrow_loop(b, n) do
+    {b, _, _} =
+      while {b, i = 0, n}, i < n do
+        {Nx.as_type(Nx.as_type(b, :s32) * 3 + 1, :u8), i + 1, n}
+      end
+
+    b
+  end
+
   # Starts as arguments, of 1 to 8 bytes (an 8-byte one past 32 bits, or negative, clamps).
   defn slide_wide(t, acc, a, b, c) do
     piece = Nx.slice(t, [a, b, c], [2, 3, 4])
@@ -1319,6 +1339,38 @@ defmodule Nx.Vulkan.CompilerTest do
         info = Nx.Vulkan.program_info(&Fns.slide_wide/5, [t3, acc3 | hd(starts)])
         assert info.merged_kernels == 1
         refute "copy_starts_b4" in info.kernels
+      end
+    end
+
+    test "an iteration's condition, body and state update merge into as few kernels as types allow" do
+      x = random({64})
+      b = Nx.iota({16}, type: :u8, backend: Nx.Vulkan.Backend)
+
+      for cap <- [0, 4, 64] do
+        Nx.Vulkan.set_batch_max(cap)
+        assert_same(&Fns.scale_loop/2, [[x, Nx.tensor(0)], [x, Nx.tensor(3)], [x, Nx.tensor(300)]])
+        assert_same(&Fns.narrow_loop/2, [[b, Nx.tensor(1)], [b, Nx.tensor(37)]])
+        assert_same(&Fns.fib/1, [[Nx.tensor(0)], [Nx.tensor(37)], [Nx.tensor(300)]])
+      end
+
+      if fuses?() do
+        # All 32-bit integers: the condition, the body, the copy aside of b (returned as a) and
+        # the gated update, one kernel an iteration.
+        assert [%{kernels: ["merged_stages"], levels: 1}] =
+                 Nx.Vulkan.program_info(&Fns.fib/1, [Nx.tensor(5)]).loops
+
+        # The counter's kernel (and the integer update), then the float kernel that reads x and
+        # updates it.
+        assert [%{kernels: ["merged_stages", "merged_stages"], levels: 2}] =
+                 Nx.Vulkan.program_info(&Fns.scale_loop/2, [x, Nx.tensor(5)]).loops
+
+        acc = Nx.broadcast(Nx.tensor(-0.5, backend: Nx.Vulkan.Backend), {40, 40})
+        t = random({32, 32})
+
+        assert [%{kernels: kernels, levels: 2}] =
+                 Nx.Vulkan.program_info(&Fns.slide/3, [t, acc, Nx.tensor(5)]).loops
+
+        refute "copy_multi_gated" in kernels
       end
     end
 

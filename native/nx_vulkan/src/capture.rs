@@ -310,6 +310,10 @@ fn capture_give_up(env: Env, reason: String) -> Result<rustler::Atom> {
 /// what at a replay.
 pub struct Program {
     pub commands: Vec<Command>,
+    /// The fused commands before merging, with their stages, where every one is a small stage
+    /// (`fuse::all_small_stages`): a device loop merges them with its other program's and its
+    /// state update (loops.rs). Their buffers are held as the commands' are.
+    pub stages: Option<Vec<(Command, Option<crate::fuse::Stage>)>>,
     /// The device index it runs on.
     device: usize,
     _held: Vec<Held>,
@@ -392,7 +396,7 @@ impl rustler::Resource for ProgramRef {}
 mod atoms {
     rustler::atoms! {
         ok, gave_up, fresh, input, external, commands, dispatches, barriers, barriers_in_capture_order, prerecorded,
-        replay_copies, buffers, bytes, fused_kernels, fused_ops, merged_kernels, merged_commands, merged_shared, folded_transposes, kernels
+        replay_copies, buffers, bytes, fused_kernels, fused_ops, merged_kernels, merged_commands, merged_shared, folded_transposes, kernels, loops, levels
     }
 }
 
@@ -522,6 +526,9 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     // In captured order (fused, not yet merged: merging orders commands by level).
     let barriers_in_capture_order =
         queue::barriers_needed(&fused_list.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
+    // A program of small stages only (a device loop's condition or body, typically) keeps them
+    // unmerged: a loop merges its condition's, its body's and its state update's together.
+    let stages = (crate::fuse::merging() && crate::fuse::all_small_stages(&fused_list)).then(|| fused_list.clone());
     let (fused_list, merged_kernels, merged_commands, merged_shared) = crate::fuse::merge(fused_list);
     let (commands, levels) = by_level(fused_list);
     // What a replay's caller sees or the program keeps between replays keeps its own buffer.
@@ -532,12 +539,15 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     // kernels keep in registers, or that share another's buffer now, go back to the pool.
     let bound: HashSet<u64> = commands
         .iter()
+        .chain(stages.iter().flatten().map(|(c, _)| c))
         .flat_map(|c| {
             let (reads, writes) = c.accesses();
             reads.into_iter().chain(writes)
         })
         .collect();
     let returned: HashSet<u64> = outputs.iter().filter_map(|o| o.get().ok()).map(|b| handle(&b)).collect();
+    // (The kept stages bind buffers `share_buffers` may have freed from the commands.)
+    let unused: HashSet<u64> = if stages.is_some() { HashSet::new() } else { unused };
     state.held.retain(|h, _| {
         !unused.contains(h)
             && (bound.contains(h) || returned.contains(h) || keep.contains(h) || !state.allocated.contains(h))
@@ -555,6 +565,7 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
         prerecorded: !has_loop
             && PRERECORD.unwrap_or_else(|| worth_prerecording(commands.len(), &inputs_sized, &fresh)),
         commands,
+        stages,
         _held: state.held.drain().map(|(_, h)| h).collect(),
         inputs: inputs_sized,
         placeholders: inputs.iter().map(|b| b.get()).collect::<Result<_>>()?,
@@ -808,16 +819,22 @@ fn program_info(env: Env, program: ResourceArc<ProgramRef>) -> Term {
         (atoms::buffers(), p._held.len().encode(env)),
         (atoms::bytes(), bytes.encode(env)),
     ];
-    let kernels: Vec<&str> = p
+    let kernels: Vec<&str> = p.commands.iter().map(Command::kernel_name).collect();
+    // Per device loop: one iteration's kernels and levels.
+    let loops: Vec<Term> = p
         .commands
         .iter()
-        .map(|c| match c {
-            Command::Dispatch(d) => d.name,
-            Command::Loop(_) => "device_loop",
-            _ => "buffer_copy",
+        .filter_map(|c| match c {
+            Command::Loop(run) => Some(run.looped.iteration()),
+            _ => None,
+        })
+        .map(|(names, levels)| {
+            let pairs = [(atoms::kernels().encode(env), names.encode(env)), (atoms::levels().encode(env), levels.encode(env))];
+            Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| atoms::ok().encode(env))
         })
         .collect();
     let mut pairs: Vec<(Term, Term)> = pairs.iter().map(|(k, v)| (k.encode(env), *v)).collect();
     pairs.push((atoms::kernels().encode(env), kernels.encode(env)));
+    pairs.push((atoms::loops().encode(env), loops.encode(env)));
     Term::map_from_pairs(env, &pairs).unwrap_or_else(|_| atoms::ok().encode(env))
 }

@@ -134,6 +134,13 @@ enum Kind {
     /// `merge` only (`alone`: a memcpy is lavapipe's fastest copy), so that a put_slice into the
     /// copy can join the same merged kernel.
     Transfer,
+    /// A device loop's state copy (loops.rs): a buffer's 4-byte words copied element i to element
+    /// i, as uints whatever the kernel's type (so it joins kernels of any: `Stage::neutral`). The
+    /// state update is gated: it copies where the loop's flag (a u32, a first operand read at
+    /// element 0) is not zero, as copy_multi.comp's GATED variant does; a copy aside (of a state
+    /// tensor the body returns in another slot) is not. Made by `state_copy`, for `merge` only
+    /// (`alone`), so that an iteration's copies join the merged kernel of its last level.
+    StateCopy,
     /// reduce_serial_f32p or reduce_serial_f32, or the sum of reduce_serial_s32/u32 (wrapping
     /// adds, held as a uint): one output per invocation folding its reduced elements in order.
     /// Its push constants (its layout) become the fused kernel's; members before it compute its
@@ -278,7 +285,7 @@ impl Elementwise {
 
     /// A stage of its own: never a member of a fused run (see Kind::CopyStarts, Kind::Transfer).
     fn alone(&self) -> bool {
-        matches!(self.kind, Kind::CopyStarts | Kind::Transfer)
+        matches!(self.kind, Kind::CopyStarts | Kind::Transfer | Kind::StateCopy)
     }
 
     /// An op whose code uses neither T nor W (a convert into s32 or u32, from an integer or a
@@ -563,7 +570,7 @@ const MERGE_BINDINGS: usize = 32;
 /// take its first member's place in level order.
 pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, usize, usize) {
     let (commands, stages): (Vec<Command>, Vec<Option<Stage>>) = commands.into_iter().unzip();
-    if *MERGE_OFF || *FUSE_OFF {
+    if !merging() {
         return (commands, 0, 0, 0);
     }
     let levels = crate::queue::levels(&commands);
@@ -576,7 +583,9 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
     for (at, &first) in order.iter().enumerate() {
         let Some(stage) = small(first).filter(|_| !grouped[first]) else { continue };
         let start = levels[first];
-        let mut compute = stage.compute();
+        // The members' compute type, and whether any member's code is typed (all but the
+        // neutral state copies: those join any kernel).
+        let (mut compute, mut typed) = (stage.compute(), !stage.neutral());
         let (reads, writes) = commands[first].accesses();
         let mut bound: HashSet<u64> = reads.into_iter().chain(writes).collect();
         let mut members = vec![first];
@@ -584,10 +593,11 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
             let Some(stage) = small(next).filter(|_| !grouped[next] && members.len() < MERGE_STAGES) else { continue };
             let (reads, writes) = commands[next].accesses();
             let ready = depends[next].iter().all(|d| members.contains(d) || levels[*d] < start);
-            let same_type = compatible(compute, stage.compute());
+            let same_type = stage.neutral() || !typed || compatible(compute, stage.compute());
             let more = reads.iter().chain(&writes).filter(|h| !bound.contains(h)).collect::<HashSet<_>>().len();
             if ready && same_type && bound.len() + more <= MERGE_BINDINGS {
                 compute = compute.or(stage.compute());
+                typed |= !stage.neutral();
                 bound.extend(reads.into_iter().chain(writes));
                 members.push(next);
             }
@@ -604,23 +614,43 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
     }
     let mut merged: HashMap<usize, Command> = HashMap::new();
     let (mut kernels, mut replaced, mut shared) = (0, 0, 0);
-    for members in groups {
-        // Each member's phase: one past the latest phase of the members it depends on, so
-        // stages that do not depend on each other share a phase (and a barrier).
+    // Each member's phase: one past the latest phase of the members it depends on, so stages
+    // that do not depend on each other share a phase (and a barrier).
+    let phases = |members: &[usize]| -> Vec<usize> {
         let mut phases: Vec<usize> = Vec::with_capacity(members.len());
-        for &m in &members {
+        for &m in members {
             let after = depends[m].iter().filter_map(|d| members.iter().position(|x| x == d)).map(|k| phases[k] + 1);
             phases.push(after.max().unwrap_or(0));
         }
-        let group: Vec<(&Stage, usize)> = members.iter().map(|&m| stages[m].as_ref().expect("members are stages")).zip(phases).collect();
-        match merged_command(&group, &writers) {
-            Ok((command, copies)) => {
-                kernels += 1;
-                replaced += members.len();
-                shared += copies;
-                merged.insert(members[0], command);
+        phases
+    };
+    for mut members in groups {
+        let mut attempt = 0;
+        loop {
+            let group: Vec<(&Stage, usize)> =
+                members.iter().map(|&m| stages[m].as_ref().expect("members are stages")).zip(phases(&members)).collect();
+            match merged_command(&group, &writers) {
+                Ok((command, copies)) => {
+                    kernels += 1;
+                    replaced += members.len();
+                    shared += copies;
+                    merged.insert(members[0], command);
+                    break;
+                }
+                Err(_) => {
+                    members.iter().for_each(|&m| grouped[m] = false);
+                    // State copies that cannot read their sources as words (a narrow result of
+                    // the same kernel) leave the group, which is tried once more without them.
+                    let typed: Vec<usize> =
+                        members.iter().copied().filter(|&m| stages[m].as_ref().is_some_and(|s| !s.neutral())).collect();
+                    if attempt > 0 || typed.len() == members.len() || typed.len() < 2 {
+                        break;
+                    }
+                    typed.iter().for_each(|&m| grouped[m] = true);
+                    members = typed;
+                    attempt += 1;
+                }
             }
-            Err(_) => members.iter().for_each(|&m| grouped[m] = false),
         }
     }
     let mut commands: Vec<Option<Command>> = commands.into_iter().map(Some).collect();
@@ -706,6 +736,8 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
     let _ = writeln!(source, "layout(local_size_x = {}) in;", merge_workgroup()?);
     bindings.declare(&mut source, 0, true);
     source.push_str(RESULT_FN);
+    // A state copy's words of a T result (Kind::StateCopy).
+    source.push_str("uint word_bits(float v) { return floatBitsToUint(v); }\nuint word_bits(int v) { return uint(v); }\nuint word_bits(uint v) { return v; }\n");
     source.push_str("void main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
     source.push_str(&main);
     source.push_str("}\n");
@@ -977,11 +1009,25 @@ impl Bindings {
         Ok(format!("in{}", self.reads.len() - 1))
     }
 
+    /// The GLSL name of `buffer` read as 4-byte words, and their type: the written binding's
+    /// where the kernel writes it, else a uint binding.
+    fn read_words(&mut self, buffer: &Subbuffer<[u8]>) -> Result<(String, &'static str)> {
+        match self.writes.iter().find(|(b, _)| handle(b) == handle(buffer)) {
+            Some(&(_, ty)) => Ok((self.read(buffer, ty)?, ty)),
+            None => Ok((self.read(buffer, "uint")?, "uint")),
+        }
+    }
+
     /// The binding number among the writes of `buffer` written as `ty` (`at_i`: at the stage's
     /// index i, so a merged kernel may keep a shared copy of it; bytes cannot be shared).
-    fn write(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str, at_i: bool) -> Result<usize> {
+    ///
+    /// A buffer read before takes a binding of its own only for a device loop's state update
+    /// (`after_reads`): a merged kernel's phases put it after every read of the state (it depends
+    /// on them), so the two bindings of one buffer are never used across a barrier's two sides
+    /// the wrong way round.
+    fn write(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str, at_i: bool, after_reads: bool) -> Result<usize> {
         let h = handle(buffer);
-        if self.reads.iter().any(|(b, _)| handle(b) == h) {
+        if !after_reads && self.reads.iter().any(|(b, _)| handle(b) == h) {
             return Err(Error::Vulkan("a kernel writes a buffer it read before".into()));
         }
         // A merged kernel's second writer of a buffer (a put_slice into the copy of its target
@@ -1048,6 +1094,7 @@ impl Bindings {
 
 /// A generated element-wise kernel's run, kept for `merge`: its members and those whose results
 /// it writes (by position in the run).
+#[derive(Clone)]
 pub struct Stage {
     members: Vec<Elementwise>,
     written: Vec<usize>,
@@ -1063,6 +1110,11 @@ impl Stage {
         self.members.iter().find_map(|e| e.compute)
     }
 
+    /// A device loop's state copy: words as uint, whatever T is, so it joins kernels of any type.
+    fn neutral(&self) -> bool {
+        self.members.iter().all(|e| e.kind == Kind::StateCopy)
+    }
+
     /// Small enough that one workgroup runs it in about the time a dispatch costs.
     fn small(&self) -> bool {
         let folds = self.members.iter().filter(|e| e.kind == Kind::Reduce).map(|e| e.n * e.push[1] as u64).max();
@@ -1074,6 +1126,40 @@ impl Stage {
         let run: Vec<&Elementwise> = self.members.iter().collect();
         run_body(&run, &self.written, bindings)
     }
+}
+
+/// Whether programs' small commands are merged (neither NXV_MERGE=0 nor NXV_FUSE=0).
+pub fn merging() -> bool {
+    !*MERGE_OFF && !*FUSE_OFF
+}
+
+/// Whether every command of a fused program is a stage `merge` could take (and small enough):
+/// such a program's stages are kept for device loops (capture.rs, loops.rs).
+pub fn all_small_stages(list: &[(Command, Option<Stage>)]) -> bool {
+    list.iter().all(|(_, stage)| stage.as_ref().is_some_and(Stage::small))
+}
+
+/// A device loop's copy of `src` into `dst` (the whole `bytes`, 4-byte words), where given only
+/// while the u32 at `flag` is not zero, as a stage (Kind::StateCopy); None where the bytes are
+/// not words.
+pub fn state_copy(flag: Option<&Subbuffer<[u8]>>, src: &Subbuffer<[u8]>, dst: &Subbuffer<[u8]>, bytes: u64) -> Option<Stage> {
+    (bytes % 4 == 0 && bytes > 0).then(|| Stage {
+        members: vec![Elementwise {
+            kind: Kind::StateCopy,
+            op: 0,
+            n: bytes / 4,
+            operands: flag.into_iter().chain([src]).map(|b| (b.clone(), Access::Linear)).collect(),
+            out: dst.clone(),
+            push: [0; PUSH_WORDS],
+            // Words held as a uint (`stored`), in a kernel of any type (`Stage::neutral`).
+            integer: true,
+            compute: None,
+            gemm: None,
+            starts: SmallVec::new(),
+            out_access: Access::Linear,
+        }],
+        written: vec![0],
+    })
 }
 
 /// One dispatch of the generated kernel for `run`, and the run as a `Stage` (not for a GEMM's).
@@ -1155,6 +1241,27 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             }
             let _ = writeln!(body, "    int off{k} = {};", terms.join(" + "));
         }
+        if e.kind == Kind::StateCopy {
+            // The flag's word (a gated copy's), and the source's words: as uint, or through the
+            // binding (and type) a stage of the same kernel wrote it with.
+            let (gate, src) = match &e.operands[..] {
+                [(flag, _), (src, _)] => (format!("{}[0] != 0u", bindings.read(flag, "uint")?), src),
+                [(src, _)] => ("true".to_string(), src),
+                _ => return Err(Error::Vulkan("a state copy of no source".into())),
+            };
+            let (source, ty) = bindings.read_words(src)?;
+            let value = match ty {
+                "uint" => format!("{source}[i]"),
+                "T" => format!("word_bits({source}[i])"),
+                _ => return Err(Error::Vulkan(format!("a state copy of words from a {ty} result"))),
+            };
+            let _ = writeln!(body, "    bool g{k} = {gate};\n    uint t{k} = {value};");
+            results.insert(handle(&e.out), k);
+            if written.contains(&k) {
+                outputs.insert(k, bindings.write(&e.out, "uint", true, true)?);
+            }
+            continue;
+        }
         let mut args: SmallVec<[String; 3]> = SmallVec::new();
         // A GEMM's operands are its own code's to read.
         let operands = if e.kind == Kind::Gemm { &e.operands[..0] } else { &e.operands[..] };
@@ -1204,6 +1311,7 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             Kind::Convert if e.integer => format!("uint t{k} = uint(int64_t({}));", args[0]),
             Kind::Convert => format!("T t{k} = float(int64_t({}));", args[0]),
             Kind::Copy | Kind::CopyStarts | Kind::Transfer => format!("T t{k} = {};", args[0]),
+            Kind::StateCopy => return Err(Error::Vulkan("a state copy in a fused run".into())),
             // The low bits, as convert.comp's integer narrowing keeps them.
             Kind::Narrow => format!("{0} t{k} = {0}({1});", e.stored(), args[0]),
             // The GEMM's result as it would store it: the epilogue's argument, rounded to T.
@@ -1214,7 +1322,8 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
         let _ = writeln!(target, "{indent}{line}");
         results.insert(handle(&e.out), k);
         if written.contains(&k) {
-            let j = bindings.write(&e.out, e.stored(), !in_prologue(k) && e.stored_at(k) == "i")?;
+            let at_i = !in_prologue(k) && e.stored_at(k) == "i";
+            let j = bindings.write(&e.out, e.stored(), at_i, false)?;
             // The prologue's results that are read elsewhere are written as they are computed.
             if in_prologue(k) {
                 let _ = writeln!(prologue, "      {}", bindings.store(j, "j", &store(e, k)));
@@ -1223,7 +1332,11 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
         }
     }
     for &k in written.iter().filter(|&&k| !in_prologue(k)) {
-        let _ = writeln!(body, "    {}", bindings.store(outputs[&k], &run[k].stored_at(k), &store(run[k], k)));
+        let stored = bindings.store(outputs[&k], &run[k].stored_at(k), &store(run[k], k));
+        match run[k].kind {
+            Kind::StateCopy => _ = writeln!(body, "    if (g{k}) {stored}"),
+            _ => _ = writeln!(body, "    {stored}"),
+        }
     }
     Ok(body)
 }

@@ -72,6 +72,17 @@ impl Loop {
     }
 }
 
+impl Loop {
+    /// One iteration's kernels in the order they run (a body with device loops inside: its
+    /// commands', the condition's run alone before each) and its dependency levels.
+    pub fn iteration(&self) -> (Vec<&'static str>, usize) {
+        let commands = self.nested.as_deref().unwrap_or(&self.step_commands);
+        let names = commands.iter().map(queue::Command::kernel_name).collect();
+        let levels = queue::levels(commands).into_iter().max().map_or(0, |l| l + 1);
+        (names, levels)
+    }
+}
+
 fn secondary<'a>(cell: &'a OnceLock<CommandBuffer>, commands: &[Command]) -> Result<&'a CommandBuffer> {
     if let Some(cb) = cell.get() {
         return Ok(cb);
@@ -132,7 +143,9 @@ fn loop_new<'a>(
         let src = if handles.contains(&queue::handle(&src)) {
             let scratch = tensor::alloc(n.bytes)?;
             let buffer = scratch.get()?;
-            aside.push(Command::Copy { src: src.clone(), dst: buffer.clone(), bytes: src.size().min(buffer.size()) });
+            let bytes = src.size().min(buffer.size());
+            let stage = crate::fuse::state_copy(None, &src, &buffer, bytes);
+            aside.push((Command::Copy { src: src.clone(), dst: buffer.clone(), bytes }, stage));
             tensors.push(scratch);
             buffer
         } else {
@@ -156,16 +169,32 @@ fn loop_new<'a>(
     }
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
     let (step_commands, nested) = if body.0.commands.iter().any(|c| matches!(c, Command::Loop(_))) {
-        let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside).collect();
+        let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside.into_iter().map(|(c, _)| c)).collect();
         queue::copy_commands(&pairs, None, |copy| {
             commands.push(copy);
             Ok(())
         })?;
         (Vec::new(), Some(commands))
+    } else if let (Some(check_stages), Some(body_stages), true) = (&cond.0.stages, &body.0.stages, crate::fuse::merging()) {
+        // Both programs are small stages: one iteration's are merged anew together with the
+        // state's copies (aside, and the gated update: a stage per state tensor), so that those
+        // join the merged kernels of the iteration instead of being a level of their own.
+        let mut step: Vec<(Command, Option<crate::fuse::Stage>)> =
+            check_stages.iter().chain(body_stages).cloned().chain(aside).collect();
+        for &(src, dst) in &pairs {
+            let one = [(src, dst)];
+            queue::copy_commands(&one, Some(&flag_buffer), |copy| {
+                let stage = crate::fuse::state_copy(Some(&flag_buffer), src, dst, src.size().min(dst.size()));
+                step.push((copy, stage));
+                Ok(())
+            })?;
+        }
+        let (step_commands, ..) = crate::fuse::merge(step);
+        (crate::capture::by_level(step_commands).0, None)
     } else {
         let mut step_commands = check_commands.clone();
         step_commands.extend(body.0.commands.iter().cloned());
-        step_commands.extend(aside);
+        step_commands.extend(aside.into_iter().map(|(c, _)| c));
         queue::copy_commands(&pairs, Some(&flag_buffer), |copy| {
             step_commands.push(copy);
             Ok(())

@@ -101,6 +101,17 @@ pub struct Replay {
 }
 
 impl Command {
+    /// What runs it, for statistics and program_info: a kernel's name, or what the command is.
+    pub fn kernel_name(&self) -> &'static str {
+        match self {
+            Command::Dispatch(d) => d.name,
+            Command::Copy { .. } => "buffer_copy",
+            Command::Program(_) => "compiled_program",
+            // In a command buffer of its own: the state's copy out.
+            Command::Loop(_) => "device_loop",
+        }
+    }
+
     /// The handles of the buffers the command reads, and of those it writes (every kernel writes
     /// its last bindings; a device loop its outputs). A program is never captured (program_run refuses to run inside
     /// a capture), so it has none here.
@@ -1308,13 +1319,7 @@ impl Recorder {
             stats().gpu_ns.fetch_add(ns(ticks[0], ticks[n]), Ordering::Relaxed);
             if let Some(mut times) = KERNEL_TIMES.lock().ok().filter(|_| done.per_command) {
                 for (i, command) in done.commands.iter().enumerate() {
-                    let name = match &command.command {
-                        Command::Dispatch(d) => d.name,
-                        Command::Copy { .. } => "buffer_copy",
-                        Command::Program(_) => "compiled_program",
-                        // The part in this command buffer: the state's copy out.
-                        Command::Loop(_) => "device_loop",
-                    };
+                    let name = command.command.kernel_name();
                     let entry = times.entry(name).or_default();
                     entry.0 += 1;
                     entry.1 += ns(ticks[i], ticks[i + 1]);
