@@ -118,6 +118,41 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     a
   end
 
+  # A quotient in a device loop's body whose divisor reaches 0 after some iterations.
+  defn countdown_divide(x, d, n) do
+    {x, _, _, _} =
+      while {x, d, i = 0, n}, i < n do
+        {Nx.quotient(x, d) + 100, d - 1, i + 1, n}
+      end
+
+    x
+  end
+
+  # A quotient in the condition, evaluated once more than the body runs.
+  defn divide_in_condition(x, n) do
+    {x, _} =
+      while {x, n}, Nx.quotient(100, n) > 0 do
+        {x + 1, n + 10}
+      end
+
+    x
+  end
+
+  # A check in a device loop nested in a device loop's body.
+  defn nested_divide(x, n) do
+    {x, _, _} =
+      while {x, i = 0, n}, i < n do
+        {y, _, _, _} =
+          while {x, j = 0, i, n}, j < i do
+            {Nx.quotient(x, n - 3), j + 1, i, n}
+          end
+
+        {y, i + 1, n}
+      end
+
+    x
+  end
+
   # Device loops: `while`s whose condition depends on the arguments.
   defn double_until(x, limit) do
     {x, i, _} =
@@ -1151,11 +1186,80 @@ defmodule Nx.Vulkan.CompilerTest do
       singular = solve.(Nx.tensor([[2.0, 0.0], [1.0, 0.0]]), Nx.tensor([1.0, 2.0]))
       assert_raise ArgumentError, ~r/singular/, fn -> Nx.to_binary(singular) end
 
-      # In a device loop's body: the loop runs under the Evaluator (raising as it does).
+      # In a device loop's body: the loop compiles, its outputs carry the check.
       {_, delta} =
         census_delta(fn -> assert_same(&Fns.divide_loop/2, [[a, Nx.tensor(2)]]) end)
 
-      assert [{"a device loop: a deferred check inside a device loop" <> _, 1}] =
+      assert delta.evaluator == %{}
+    end
+
+    test "deferred checks in device loops: the first failure, raised at the read, at every cap" do
+      x = Nx.tensor([1000, -2000, 3000])
+      divide = Nx.Defn.jit(&Fns.countdown_divide/3, compiler: Nx.Vulkan)
+      in_condition = Nx.Defn.jit(&Fns.divide_in_condition/2, compiler: Nx.Vulkan)
+
+      outcome = fn fun ->
+        try do
+          {:ok, fun.() |> Nx.to_binary()}
+        rescue
+          e -> {:raised, e.__struct__, Exception.message(e)}
+        end
+      end
+
+      host = &Nx.backend_copy(&1, Nx.BinaryBackend)
+
+      {_, delta} =
+        census_delta(fn ->
+          for cap <- [0, 4, 64] do
+            Nx.Vulkan.set_batch_max(cap)
+
+            # No zero divisor; one in the last iteration; one mid-way, the loop going on past it
+            # (the first failure is the one reported); a negative divisor.
+            for {d, n} <- [{5, 3}, {5, 5}, {5, 6}, {5, 40}, {-3, 2}] do
+              expected = outcome.(fn -> Fns.countdown_divide(host.(x), d, n) end)
+              assert outcome.(fn -> divide.(x, d, n) end) == expected
+            end
+
+            # The condition's check, at its last (false) evaluation too.
+            for n <- [1, 50, 0, -5] do
+              expected = outcome.(fn -> Fns.divide_in_condition(host.(x), n) end)
+              assert outcome.(fn -> in_condition.(x, n) end) == expected
+            end
+          end
+        end)
+
+      assert delta.evaluator == %{}
+
+      assert {:raised, ArithmeticError, "integer quotient by zero" <> _} =
+               outcome.(fn -> divide.(x, 5, 6) end)
+
+      # A failed run's outputs keep raising; a clean run after it is unaffected.
+      failed = divide.(x, 5, 6)
+      clean = divide.(x, 5, 3)
+      assert_raise ArithmeticError, fn -> Nx.to_binary(failed) end
+      assert Nx.to_binary(clean) == Nx.to_binary(Fns.countdown_divide(host.(x), 5, 3))
+      assert_raise ArithmeticError, fn -> Nx.to_binary(failed) end
+
+      if fuses?() do
+        assert [%{kernels: kernels}] =
+                 Nx.Vulkan.program_info(&Fns.countdown_divide/3, [x, 5, 3]).loops
+
+        assert "loop_check" in kernels
+      end
+
+      # A check in a loop nested in a device loop's body: that loop runs under the Evaluator,
+      # raising as it does.
+      {_, delta} =
+        census_delta(fn ->
+          assert_same(&Fns.nested_divide/2, [[x, Nx.tensor(2)]])
+
+          assert_raise ArithmeticError, fn ->
+            Nx.Defn.jit(&Fns.nested_divide/2, compiler: Nx.Vulkan).(x, Nx.tensor(3))
+            |> Nx.to_binary()
+          end
+        end)
+
+      assert [{"a device loop: a deferred check inside a device loop whose body" <> _, _}] =
                Map.to_list(delta.evaluator)
     end
 

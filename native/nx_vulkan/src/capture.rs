@@ -386,6 +386,13 @@ impl Program {
     pub fn has_checks(&self) -> bool {
         !self.checks.is_empty()
     }
+
+    /// The deferred checks made in the program (templates, in order), each with the buffer its
+    /// commands compute its value into (one of the last fresh outputs).
+    pub fn check_values(&self) -> impl Iterator<Item = (&Arc<crate::checks::Check>, &Subbuffer<[u8]>)> {
+        let first = self.output_buffers.len() - self.checks.len();
+        self.checks.iter().zip(&self.output_buffers[first..])
+    }
 }
 
 pub struct ProgramRef(pub Arc<Program>);

@@ -188,6 +188,10 @@ pub fn templates(tensor: &DeviceBuffer) -> Result<Vec<Arc<Check>>> {
 /// A replay's check from a template: the same condition and message over `value`, the
 /// replay's own copy of the condition's scalar.
 pub fn instantiate(template: &Check, value: BufferRef) -> Arc<Check> {
+    derive(template, value, UNKNOWN)
+}
+
+fn derive(template: &Check, value: BufferRef, state: u8) -> Arc<Check> {
     Arc::new(Check {
         value,
         dtype: template.dtype,
@@ -195,9 +199,65 @@ pub fn instantiate(template: &Check, value: BufferRef) -> Arc<Check> {
         arithmetic: template.arithmetic,
         message: template.message.clone(),
         sequence: NEXT_SEQUENCE.fetch_add(1, Ordering::Relaxed),
-        state: AtomicU8::new(UNKNOWN),
+        state: AtomicU8::new(state),
         read: AtomicU64::new(0),
     })
+}
+
+/// A device loop run's check from a template its condition or body made: over `value`, the
+/// run's copy of the loop's first failed value (`accumulate`); a template again while a program
+/// is captured (the enclosing program then makes each replay's own), else a check to read.
+pub fn for_loop_run(template: &Check, value: &BufferRef) -> Result<Arc<Check>> {
+    if crate::capture::capturing() {
+        let check = derive(template, value.clone(), TEMPLATE);
+        crate::capture::add_check(&check, value)?;
+        Ok(check)
+    } else {
+        Ok(derive(template, value.clone(), UNKNOWN))
+    }
+}
+
+/// A device loop's command folding one evaluation of a check's value into `acc` (16 bytes,
+/// zero at the loop's start): where `acc` holds no failed value yet and `value` fails, `acc`
+/// takes its bytes, so after the loop `acc` holds the first failure, read as the check's value.
+/// With a `gate` (the loop's flag, a u32), only while the gate is not zero: a body's checks count
+/// for the iterations that ran, not those a chunk runs past the condition.
+pub fn accumulate(template: &Check, value: &Subbuffer<[u8]>, acc: &Subbuffer<[u8]>, gate: Option<&Subbuffer<[u8]>>) -> Result<Command> {
+    let bytes = template.dtype.bytes();
+    let signed = matches!(template.dtype, Dtype::S8 | Dtype::S16 | Dtype::S32 | Dtype::S64);
+    // The value's low `bytes` bytes in two words; failed as `Check::settle` decides.
+    let (mask_lo, mask_hi) = match bytes {
+        8 => (u32::MAX, u32::MAX),
+        n => ((u64::from(u32::MAX) >> (32 - 8 * n as u32)) as u32, 0),
+    };
+    let failed = match (template.negative, signed) {
+        (true, true) if bytes == 8 => "(hi >> 31) != 0u".to_string(),
+        (true, true) => format!("((lo >> {}u) & 1u) != 0u", 8 * bytes - 1),
+        (true, false) => "false".to_string(),
+        (false, _) => format!("(lo & {mask_lo}u) != 0u || (hi & {mask_hi}u) != 0u"),
+    };
+    let source = format!(
+        "#version 450\nlayout(local_size_x = 1) in;\n\
+         layout(set = 0, binding = 0) readonly buffer G {{ uint gate[]; }};\n\
+         layout(set = 0, binding = 1) readonly buffer V {{ uint value[]; }};\n\
+         layout(set = 0, binding = 2) buffer A {{ uint acc[]; }};\n\
+         bool failed(uint lo, uint hi) {{ return {failed}; }}\n\
+         void main() {{\n  if ({gated} && gate[0] == 0u) return;\n  if (failed(acc[0], acc[1])) return;\n  \
+         uint lo = value[0];\n  uint hi = {hi};\n  if (failed(lo, hi)) {{ acc[0] = lo & {mask_lo}u; acc[1] = hi & {mask_hi}u; }}\n}}\n",
+        gated = gate.is_some(),
+        hi = if bytes == 8 { "value[1]" } else { "0u" },
+    );
+    let pipeline = crate::fuse::kernel("loop_check", &source, 0)?;
+    // An ungated command binds the value as its (unread) gate.
+    let bindings = SmallVec::from_vec(vec![gate.unwrap_or(value).clone(), value.clone(), acc.clone()]);
+    Ok(Command::Dispatch(queue::Dispatch {
+        name: "loop_check",
+        pipeline,
+        bindings,
+        push: [0; queue::PUSH_WORDS],
+        groups: [1, 1, 1],
+        writes: 1,
+    }))
 }
 
 /// Adds `checks` to those `out` carries.

@@ -1459,7 +1459,7 @@ fn index(access: &Access, at: &str) -> String {
 
 /// The pipeline of generated kernel `name` with specialization constant 0 set to `op`, compiled
 /// once per source and device.
-fn kernel(name: &'static str, source: &str, op: u32) -> Result<Arc<Pipeline>> {
+pub(crate) fn kernel(name: &'static str, source: &str, op: u32) -> Result<Arc<Pipeline>> {
     let key = (crate::context::current(), source.to_string(), op);
     if let Some(p) = KERNELS.get(&key) {
         return Ok(p.clone());

@@ -54,6 +54,13 @@ pub struct Loop {
     /// For a body with device loops inside: its commands and the state update (ungated: they
     /// run only after the condition read true), in capture order; `step_commands` is empty.
     pub nested: Option<Vec<Command>>,
+    /// Deferred checks the condition and the body make (templates, in the order made), and per
+    /// check the 16 bytes that hold its first failed value during a run (`checks::accumulate`):
+    /// a run copies zeros in and the values out beside the state's (`copied`), and gives its
+    /// outputs checks over those values.
+    pub checks: Vec<Arc<crate::checks::Check>>,
+    pub accumulators: Vec<Subbuffer<[u8]>>,
+    zeros: Option<BufferRef>,
     /// What the commands bind: both programs (their intermediates), the state and flag tensors,
     /// the body's results (a constant one is a tensor of its own), scratch buffers.
     _programs: [ResourceArc<ProgramRef>; 2],
@@ -73,6 +80,12 @@ impl Loop {
 }
 
 impl Loop {
+    /// What a run copies in from its initial tensors (and zeros) and out into its outputs: the
+    /// state, then the checks' accumulators.
+    pub fn copied(&self) -> impl Iterator<Item = &Subbuffer<[u8]>> {
+        self.state.iter().chain(&self.accumulators)
+    }
+
     /// One iteration's kernels in the order they run (a body with device loops inside: its
     /// commands', the condition's run alone before each) and its dependency levels.
     pub fn iteration(&self) -> (Vec<&'static str>, usize) {
@@ -163,12 +176,27 @@ fn loop_new<'a>(
     if body.0.commands.iter().any(|c| matches!(c, Command::Program(_))) {
         return Err(crate::error::unsupported!("a program inside a device loop"));
     }
-    // A check made in an iteration would have to reach the loop's results: not done yet.
-    if cond.0.has_checks() || body.0.has_checks() {
-        return Err(crate::error::unsupported!("a deferred check inside a device loop"));
+    let has_loops = body.0.commands.iter().any(|c| matches!(c, Command::Loop(_)));
+    if has_loops && (cond.0.has_checks() || body.0.has_checks()) {
+        return Err(crate::error::unsupported!("a deferred check inside a device loop whose body runs device loops"));
     }
+    // Each check's value folded into an accumulator per evaluation: the condition's at every
+    // evaluation (the last, false one too), the body's where the iteration ran (gated).
+    let (mut checks, mut accumulators) = (Vec::new(), Vec::new());
+    let (mut check_folds, mut body_folds) = (Vec::new(), Vec::new());
+    for (program, folds, gate) in [(&cond, &mut check_folds, None), (&body, &mut body_folds, Some(&flag_buffer))] {
+        for (template, value) in program.0.check_values() {
+            let acc = tensor::alloc(16)?;
+            let buffer = acc.get()?;
+            folds.push(crate::checks::accumulate(template, value, &buffer, gate)?);
+            checks.push(template.clone());
+            accumulators.push(buffer);
+            tensors.push(acc);
+        }
+    }
+    let zeros = if checks.is_empty() { None } else { Some(crate::ops::layout::fill_on_current(4, 4, 0)?) };
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
-    let (step_commands, nested) = if body.0.commands.iter().any(|c| matches!(c, Command::Loop(_))) {
+    let (step_commands, nested) = if has_loops {
         let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside.into_iter().map(|(c, _)| c)).collect();
         queue::copy_commands(&pairs, None, |copy| {
             commands.push(copy);
@@ -181,6 +209,7 @@ fn loop_new<'a>(
         // join the merged kernels of the iteration instead of being a level of their own.
         let mut step: Vec<(Command, Option<crate::fuse::Stage>)> =
             check_stages.iter().chain(body_stages).cloned().chain(aside).collect();
+        step.extend(check_folds.iter().chain(&body_folds).map(|c| (c.clone(), None)));
         for &(src, dst) in &pairs {
             let one = [(src, dst)];
             queue::copy_commands(&one, Some(&flag_buffer), |copy| {
@@ -195,6 +224,7 @@ fn loop_new<'a>(
         let mut step_commands = check_commands.clone();
         step_commands.extend(body.0.commands.iter().cloned());
         step_commands.extend(aside.into_iter().map(|(c, _)| c));
+        step_commands.extend(check_folds.iter().chain(&body_folds).cloned());
         queue::copy_commands(&pairs, Some(&flag_buffer), |copy| {
             step_commands.push(copy);
             Ok(())
@@ -204,6 +234,8 @@ fn loop_new<'a>(
         (crate::capture::by_level(step_commands).0, None)
     };
     let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?;
+    // The condition run alone (after a chunk) evaluates its checks too.
+    let check_commands = check_commands.into_iter().chain(check_folds).collect();
     let l = Loop {
         device,
         state: state_buffers,
@@ -214,6 +246,9 @@ fn loop_new<'a>(
         check: OnceLock::new(),
         step: OnceLock::new(),
         nested,
+        checks,
+        accumulators,
+        zeros,
         _programs: [cond, body],
         _tensors: tensors,
     };
@@ -249,14 +284,32 @@ fn loop_run(env: Env, looped: ResourceArc<LoopRef>, initial: Vec<BufferRef>) -> 
         out_buffers.push(out.get()?);
         outputs.push(out);
     }
+    // The checks' accumulators start from zeros and end in values of this run's own.
+    let mut values = Vec::with_capacity(l.checks.len());
+    if let Some(zeros) = &l.zeros {
+        for _ in &l.checks {
+            in_buffers.push(zeros.get()?);
+            let value = tensor::alloc(16)?;
+            out_buffers.push(value.get()?);
+            values.push(value);
+        }
+    }
     let from: SmallVec<[&BufferRef; 8]> = initial.iter().collect();
     for out in &outputs {
         crate::checks::inherit(out, &from)?;
     }
     let run = LoopRun { looped: l.clone(), initial: in_buffers, outputs: out_buffers };
     {
-        let uses: SmallVec<[&BufferRef; 16]> = initial.iter().chain(&outputs).collect();
+        let uses: SmallVec<[&BufferRef; 16]> = initial.iter().chain(&l.zeros).chain(&outputs).chain(&values).collect();
         crate::capture::record(Command::Loop(run), &uses)?;
+    }
+    // Every output carries every check: the Evaluator would have raised before returning any.
+    if !values.is_empty() {
+        let checks: Vec<_> =
+            l.checks.iter().zip(&values).map(|(t, v)| crate::checks::for_loop_run(t, v)).collect::<Result<_>>()?;
+        for out in &outputs {
+            crate::checks::attach(out, checks.clone())?;
+        }
     }
     Ok(outputs)
 }

@@ -1144,7 +1144,7 @@ impl Recorder {
         }
         let (step, check) = (l.step()?, l.check()?);
         let fns = ctx()?.device.fns();
-        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(&l.state).collect();
+        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(l.copied()).collect();
         let batch = self.batch()?;
         unsafe {
             batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
@@ -1185,7 +1185,7 @@ impl Recorder {
                 (chunk / 2).max(1)
             };
         }
-        let outputs: SmallVec<[_; 8]> = l.state.iter().zip(&run.outputs).collect();
+        let outputs: SmallVec<[_; 8]> = l.copied().zip(&run.outputs).collect();
         let batch = self.batch()?;
         unsafe { record_copies(batch, &outputs)? };
         Ok(waited)
@@ -1198,7 +1198,7 @@ impl Recorder {
         let l = &run.looped;
         let check = l.check()?;
         let fns = ctx()?.device.fns();
-        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(&l.state).collect();
+        let initial: SmallVec<[_; 8]> = run.initial.iter().zip(l.copied()).collect();
         unsafe { record_copies(self.batch()?, &initial)? };
         let mut waited = Duration::ZERO;
         loop {
@@ -1233,7 +1233,7 @@ impl Recorder {
                 }
             }
         }
-        let outputs: SmallVec<[_; 8]> = l.state.iter().zip(&run.outputs).collect();
+        let outputs: SmallVec<[_; 8]> = l.copied().zip(&run.outputs).collect();
         unsafe { record_copies(self.batch()?, &outputs)? };
         Ok(waited)
     }

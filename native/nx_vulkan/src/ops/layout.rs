@@ -307,7 +307,7 @@ fn refill(env: rustler::Env, tensor: BufferRef, device: usize) -> Result<BufferR
     fill_on_current(elem_bytes, n, bits)
 }
 
-fn fill_on_current(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
+pub(crate) fn fill_on_current(elem_bytes: u64, n: u64, bits: u64) -> Result<BufferRef> {
     let kernel = by_width(elem_bytes, shaders::fill_b1, shaders::fill_b2, shaders::fill_b4, shaders::fill_b8)?;
     let out = alloc(n * elem_bytes)?;
     let mut push = Push::new();
