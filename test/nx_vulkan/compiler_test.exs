@@ -1240,12 +1240,23 @@ defmodule Nx.Vulkan.CompilerTest do
       assert Nx.to_binary(clean) == Nx.to_binary(Fns.countdown_divide(host.(x), 5, 3))
       assert_raise ArithmeticError, fn -> Nx.to_binary(failed) end
 
-      if fuses?() do
-        assert [%{kernels: kernels}] =
-                 Nx.Vulkan.program_info(&Fns.countdown_divide/3, [x, 5, 3]).loops
+      # Concurrent callers of one compiled loop: each run's outputs carry its own checks.
+      runs =
+        [{5, 3}, {5, 6}, {5, 2}, {2, 4}, {7, 7}, {7, 9}, {-1, 3}, {3, 3}]
+        |> Task.async_stream(fn {d, n} -> {{d, n}, outcome.(fn -> divide.(x, d, n) end)} end,
+          max_concurrency: 8,
+          timeout: :infinity
+        )
+        |> Enum.map(fn {:ok, r} -> r end)
 
-        assert "loop_check" in kernels
+      for {{d, n}, got} <- runs do
+        assert got == outcome.(fn -> Fns.countdown_divide(host.(x), d, n) end)
       end
+
+      assert [%{kernels: kernels}] =
+               Nx.Vulkan.program_info(&Fns.countdown_divide/3, [x, 5, 3]).loops
+
+      assert "loop_check" in kernels
 
       # A check in a loop nested in a device loop's body: that loop runs under the Evaluator,
       # raising as it does.
