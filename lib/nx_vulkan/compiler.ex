@@ -28,20 +28,17 @@ defmodule Nx.Vulkan.Compiler do
   # deferred check of integer division by a tensor...). Results are the same either way; only
   # the speed differs.
   #
-  # The cache holds at most @max_programs programs (each holds its intermediates' device
-  # memory); the least recently built goes first.
+  # Built programs live in Nx.Vulkan.ProgramCache (bounded; emptied when device memory runs out).
   @behaviour Nx.Defn.Compiler
 
   alias Nx.Defn.{Composite, Evaluator, Expr, Tree}
   alias Nx.Tensor, as: T
-  alias Nx.Vulkan.Native
+  alias Nx.Vulkan.{Native, ProgramCache}
 
-  @programs :nx_vulkan_programs
   @census :nx_vulkan_compiler_census
-  @max_programs 64
 
   def create_tables do
-    :ets.new(@programs, [:named_table, :public, :set, read_concurrency: true])
+    ProgramCache.create_table()
     :ets.new(@census, [:named_table, :public, :set, write_concurrency: true])
   end
 
@@ -122,28 +119,14 @@ defmodule Nx.Vulkan.Compiler do
   defp entry(key, vars, fun, opts) do
     cache_key = {key, vars |> Composite.flatten_list() |> Enum.map(&Nx.to_template/1), opts}
 
-    case :ets.lookup(@programs, cache_key) do
-      [{_, _stamp, program}] ->
-        {program, nil}
-
-      [] ->
+    case ProgramCache.get(cache_key) do
+      nil ->
         {program, evaluator} = build(key, vars, fun, opts)
-        evict()
-        :ets.insert(@programs, {cache_key, System.unique_integer([:monotonic]), program})
+        ProgramCache.put(cache_key, program)
         {program, evaluator}
-    end
-  end
 
-  defp evict do
-    if :ets.info(@programs, :size) >= @max_programs do
-      {oldest, _} =
-        :ets.foldl(
-          fn {k, stamp, _}, {_, best} = acc -> if stamp < best, do: {k, stamp}, else: acc end,
-          {nil, :infinity},
-          @programs
-        )
-
-      :ets.delete(@programs, oldest)
+      program ->
+        {program, nil}
     end
   end
 

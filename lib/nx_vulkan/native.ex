@@ -155,8 +155,9 @@ defmodule Nx.Vulkan.Native do
   # frees its dead tensors; reclaim/0 waits, on a dirty scheduler, for queued and in-flight work,
   # whose buffers then return, and empties the pool) and calls the NIF once more. If that fails
   # too, dead tensors may sit in other processes' heaps (a process that dropped a tensor and then
-  # went to sleep collects nothing): every process is collected, memory reclaimed again, and the
-  # NIF called a third time; a third :out_of_memory is the error unwrap!/1 raises as
+  # went to sleep collects nothing), or cached programs hold it (each keeps its intermediates):
+  # the compiler's program cache is emptied, every process collected, memory reclaimed again,
+  # and the NIF called a third time; a third :out_of_memory is the error unwrap!/1 raises as
   # Nx.Vulkan.Error. A NIF that fails this way has queued nothing a later call would repeat
   # wrongly: its own outputs are new buffers.
   alias Nx.Vulkan.NIF
@@ -260,6 +261,7 @@ defmodule Nx.Vulkan.Native do
   # busy in a long NIF collects when it returns, and its memory then comes later. A helper sends
   # the requests, so replies that come after the wait land in its mailbox, not the caller's.
   defp reclaim!(:all) do
+    Nx.Vulkan.ProgramCache.clear()
     caller = self()
 
     {helper, monitor} =

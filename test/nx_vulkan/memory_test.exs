@@ -86,7 +86,8 @@ defmodule Nx.Vulkan.MemoryTest do
 
     # Another process computes meanwhile, and the held blocks died with the failed reduce: the
     # three blocks fit again, with the right values.
-    assert Task.await(Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end), 60_000) == [2, 3]
+    other = Task.async(fn -> Nx.to_list(Nx.add(Nx.tensor([1, 2]), 1)) end)
+    assert Task.await(other, 60_000) == [2, 3]
     held = Enum.map(1..3, &block/1)
 
     expected =
@@ -125,6 +126,31 @@ defmodule Nx.Vulkan.MemoryTest do
     # The holder's 96 MiB went, the new block's 16 MiB came.
     assert Nx.Vulkan.memory().live <= live - 64 * @mib
     send(holder, :stop)
+  end
+
+  test "an allocation over the budget drops the compiler's cached programs and their memory" do
+    # Two 16 MiB intermediates (the exp and the sum before the last add may share one) that the
+    # program keeps for its next call.
+    f = fn x -> x |> Nx.exp() |> Nx.multiply(2) |> Nx.add(x) end
+    compiled = Nx.Defn.jit(f, compiler: Nx.Vulkan)
+    x = Nx.iota({4 * @mib}, type: :f32, backend: Nx.Vulkan.Backend) |> Nx.divide(4 * @mib)
+    expected = x |> Nx.backend_copy(Nx.BinaryBackend) |> f.() |> Nx.to_binary()
+    assert Nx.to_binary(compiled.(x)) == expected
+    info = Nx.Vulkan.program_info(f, [x])
+    assert info.bytes >= 16 * @mib
+    assert Nx.Vulkan.ProgramCache.size() >= 1
+    Nx.Vulkan.Native.reclaim()
+    live = Nx.Vulkan.memory().live
+    # Room for half a block beside what the program holds; a block needs its iota and its sum.
+    Nx.Vulkan.set_memory_limit(Nx.Vulkan.stats().allocated_bytes + 8 * @mib)
+    assert Nx.to_number(block(3)[5]) == 8.0
+    assert Nx.Vulkan.ProgramCache.size() == 0
+    assert Nx.Vulkan.memory().live <= live - info.bytes + 32 * @mib
+    # Built again on its next call, with the same result.
+    Nx.Vulkan.set_memory_limit(:infinity)
+    census = Nx.Vulkan.compiler_census()
+    assert Nx.to_binary(compiled.(x)) == expected
+    assert Nx.Vulkan.compiler_census().programs == census.programs + 1
   end
 
   test "a tensor that alone passes the budget raises at once, naming its size" do
