@@ -83,6 +83,15 @@ impl Compute {
     fn integer(self) -> bool {
         matches!(self, Compute::S32 | Compute::U32)
     }
+
+    /// The GLSL type T stands for in its kernels.
+    fn storage(self) -> &'static str {
+        match self {
+            Compute::F64 | Compute::F32 => "float",
+            Compute::S32 => "int",
+            Compute::U32 => "uint",
+        }
+    }
 }
 
 /// Whether ops computing in `a` and `b` may share a kernel: integer ops only with ops of their
@@ -533,6 +542,9 @@ pub fn fuse(commands: Vec<Command>, escapes: &HashSet<u64>) -> (Vec<(Command, Op
 
 /// NXV_MERGE=0 (read once) leaves the small commands of a program in their own dispatches.
 static MERGE_OFF: Lazy<bool> = Lazy::new(|| env_switch("NXV_MERGE") == Some(false));
+/// NXV_MERGE_TYPES=0 (read once) keeps integer stages out of merged kernels of other types
+/// (`merged_command`'s sections).
+static MIXED: Lazy<bool> = Lazy::new(|| env_switch("NXV_MERGE_TYPES") != Some(false));
 /// The largest index space (elements, or a reduction's outputs) of a merged stage, and the most
 /// elements its reductions fold: one workgroup then takes about as long as a dispatch costs.
 const MERGE_ELEMENTS: u64 = 2048;
@@ -584,8 +596,10 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
         let Some(stage) = small(first).filter(|_| !grouped[first]) else { continue };
         let start = levels[first];
         // The members' compute type, and whether any member's code is typed (all but the
-        // neutral state copies: those join any kernel).
+        // neutral state copies: those join any kernel); with sections of several types
+        // (`merge_mixed`), only the float type, of which a kernel has one.
         let (mut compute, mut typed) = (stage.compute(), !stage.neutral());
+        let mut float = stage.compute().filter(|c| !c.integer());
         let (reads, writes) = commands[first].accesses();
         let mut bound: HashSet<u64> = reads.into_iter().chain(writes).collect();
         let mut members = vec![first];
@@ -593,11 +607,15 @@ pub fn merge(commands: Vec<(Command, Option<Stage>)>) -> (Vec<Command>, usize, u
             let Some(stage) = small(next).filter(|_| !grouped[next] && members.len() < MERGE_STAGES) else { continue };
             let (reads, writes) = commands[next].accesses();
             let ready = depends[next].iter().all(|d| members.contains(d) || levels[*d] < start);
-            let same_type = stage.neutral() || !typed || compatible(compute, stage.compute());
+            let same_type = match stage.compute() {
+                _ if *MIXED => stage.compute().filter(|c| !c.integer()).is_none_or(|c| float.is_none_or(|f| f == c)),
+                c => stage.neutral() || !typed || compatible(compute, c),
+            };
             let more = reads.iter().chain(&writes).filter(|h| !bound.contains(h)).collect::<HashSet<_>>().len();
             if ready && same_type && bound.len() + more <= MERGE_BINDINGS {
                 compute = compute.or(stage.compute());
                 typed |= !stage.neutral();
+                float = float.or(stage.compute().filter(|c| !c.integer()));
                 bound.extend(reads.into_iter().chain(writes));
                 members.push(next);
             }
@@ -694,6 +712,13 @@ fn dependencies(commands: &[Command]) -> Vec<SmallVec<[usize; 4]>> {
 /// the stages of a phase share one index space (each its own range of it), a workgroup barrier
 /// ends each phase. Also returns how many results it keeps in shared memory.
 fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> Result<(Command, usize)> {
+    // The kernel's sections: one compute type each (`sections`), each stage computing in its
+    // own. With more than one, every section includes the ops' headers under its own defines
+    // (their functions overload on W), the bindings take concrete types, and each stage's code
+    // sits between its section's defines.
+    let sections = sections(stages);
+    let mixed = sections.len() > 1;
+    let section = |stage: &Stage| stage.compute().filter(|c| c.integer()).unwrap_or(sections[0]);
     // Bodies in member order (which reads and writes which binding is settled in that order),
     // twice: the first pass finds which results later stages read, the second reads those from
     // shared copies where they fit.
@@ -702,6 +727,7 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
             .iter()
             .map(|(stage, _)| {
                 bindings.stage_n = stage.n();
+                bindings.t = if mixed { section(stage).storage() } else { "" };
                 stage.body(bindings)
             })
             .collect()
@@ -721,7 +747,12 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
         let (mut total, mut branches) = (0u64, String::new());
         for ((stage, _), body) in stages.iter().zip(&bodies).filter(|((_, p), _)| *p == phase) {
             let end = total + stage.n();
-            let _ = write!(branches, "{}if (g < {end}u) {{\n    uint i = g - {total}u;\n{body}    }}", if total == 0 { "" } else { " else " });
+            let switch = if mixed { format!("\n{UNDEFINE}{}", section(stage).defines()) } else { String::new() };
+            let _ = write!(
+                branches,
+                "{}if (g < {end}u) {{{switch}\n    uint i = g - {total}u;\n{body}    }}",
+                if total == 0 { "" } else { " else " }
+            );
             total = end;
         }
         let _ = write!(
@@ -731,14 +762,26 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
         );
     }
     let mut source = String::from("#version 450\n");
-    source.push_str(defines(stages.iter().flat_map(|(s, _)| &s.members)));
+    source.push_str(if mixed { sections[0].defines() } else { defines(stages.iter().flat_map(|(s, _)| &s.members)) });
     source.push_str(INCLUDES);
+    for c in sections.iter().skip(1) {
+        // The ops again, for this section's W (binary_ops.glsl defines IS_NAN for its type).
+        source.push_str(RESULT_FN);
+        source.push_str(UNDEFINE);
+        source.push_str(c.defines());
+        source.push_str("#undef IS_NAN\n#include \"unary_ops.glsl\"\n#include \"binary_ops.glsl\"\n#include \"compare_ops.glsl\"\n");
+    }
     let _ = writeln!(source, "layout(local_size_x = {}) in;", merge_workgroup()?);
     bindings.declare(&mut source, 0, true);
     source.push_str(RESULT_FN);
     // A state copy's words of a T result (Kind::StateCopy).
     source.push_str("uint word_bits(float v) { return floatBitsToUint(v); }\nuint word_bits(int v) { return uint(v); }\nuint word_bits(uint v) { return v; }\n");
-    source.push_str("void main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    if mixed {
+        let math = if sections[0] == Compute::F64 { "  load_math_tables();\n" } else { "" };
+        let _ = write!(source, "void main() {{\n{math}");
+    } else {
+        source.push_str("void main() {\n#ifdef MATH64\n  load_math_tables();\n#endif\n");
+    }
     source.push_str(&main);
     source.push_str("}\n");
     let pipeline = kernel("merged_stages", &source, 0)?;
@@ -753,6 +796,29 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
     });
     Ok((command, copies))
 }
+
+/// The compute types of a merged kernel's sections: the float one first (its members', or f32
+/// where only stages that compute nothing type-dependent but read T need one), then s32 and u32
+/// where members compute in them. One section: the kernel is built as a single-type one.
+fn sections(stages: &[(&Stage, usize)]) -> SmallVec<[Compute; 3]> {
+    let computes: SmallVec<[Option<Compute>; 8]> = stages.iter().map(|(s, _)| s.compute()).collect();
+    let typed_none = stages.iter().any(|(s, _)| s.compute().is_none() && !s.neutral());
+    let float = computes.iter().flatten().copied().find(|c| !c.integer()).or(typed_none.then_some(Compute::F32));
+    let mut out: SmallVec<[Compute; 3]> = float.into_iter().collect();
+    for c in [Compute::S32, Compute::U32] {
+        if computes.contains(&Some(c)) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        out.push(Compute::F32);
+    }
+    out
+}
+
+/// Undefines what `Compute::defines` defines, before a merged kernel's next section.
+const UNDEFINE: &str =
+    "#undef T\n#undef W\n#undef PRECISE\n#undef MATH64\n#undef IS_INT\n#undef IS_SIGNED\n#undef BITS\n#undef T_MIN\n#undef T_MAX\n";
 
 /// The dependency level (as capture.rs's, over the unfused commands) at which each buffer is
 /// written; the program's inputs are at 0.
@@ -983,6 +1049,9 @@ struct Bindings {
     /// a later stage reads it, and whether it has a shared-memory copy (`s{j}`, which later
     /// stages read instead of the buffer: a load from L1 instead of L2 in each phase's chain).
     stage_n: u64,
+    /// In a merged kernel of several sections, the GLSL type T stands for in the stage being
+    /// written: bindings then take concrete types (empty: T itself).
+    t: &'static str,
     write_n: Vec<u64>,
     read_back: Vec<bool>,
     shared: Vec<bool>,
@@ -991,6 +1060,7 @@ struct Bindings {
 impl Bindings {
     /// The GLSL name of `buffer` read as `ty`.
     fn read(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str) -> Result<String> {
+        let ty = self.concrete(ty);
         let h = handle(buffer);
         if let Some(j) = self.writes.iter().position(|(b, _)| handle(b) == h) {
             // A written buffer has one binding (so that the barrier between a merged kernel's
@@ -1007,6 +1077,53 @@ impl Bindings {
         }
         self.reads.push((buffer.clone(), ty));
         Ok(format!("in{}", self.reads.len() - 1))
+    }
+
+    fn concrete(&self, ty: &'static str) -> &'static str {
+        if ty == "T" && !self.t.is_empty() {
+            self.t
+        } else {
+            ty
+        }
+    }
+
+    /// `buffer`'s element `at` as `ty`: through the binding that reads it, or the one a stage of
+    /// the same kernel writes it through, its bits reinterpreted where that stage's type is
+    /// another 4-byte one (a merged kernel of several sections: an integer convert's or sum's
+    /// uint read by s32 ops, s32 values a select or a copy holds as a float's bits).
+    fn element(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str, at: &str) -> Result<String> {
+        let ty = self.concrete(ty);
+        let four = |t: &str| matches!(t, "int" | "uint" | "float");
+        if let Some(&(_, written)) = self.writes.iter().find(|(b, _)| handle(b) == handle(buffer)) {
+            if written != ty && four(written) && four(ty) {
+                let x = format!("{}[{at}]", self.read(buffer, written)?);
+                return Ok(match (written, ty) {
+                    ("float", "uint") => format!("floatBitsToUint({x})"),
+                    ("float", "int") => format!("floatBitsToInt({x})"),
+                    ("uint", "float") => format!("uintBitsToFloat({x})"),
+                    ("int", "float") => format!("intBitsToFloat({x})"),
+                    (_, t) => format!("{t}({x})"),
+                });
+            }
+        }
+        Ok(format!("{}[{at}]", self.read(buffer, ty)?))
+    }
+
+    /// A uint from `buffer` at `index`: its word there, or where a stage of the same kernel
+    /// writes it (an integer start computed in a merged kernel), its element there widened (the
+    /// low bytes the same, as dynamic_start.glsl reads them).
+    fn read_uint(&mut self, buffer: &Subbuffer<[u8]>, index: &str) -> Result<String> {
+        match self.writes.iter().find(|(b, _)| handle(b) == handle(buffer)) {
+            Some(&(_, ty)) => {
+                let name = self.read(buffer, ty)?;
+                Ok(match ty {
+                    "uint" => format!("{name}[{index}]"),
+                    "T" | "float" => format!("word_bits({name}[{index}])"),
+                    _ => format!("uint({name}[{index}])"),
+                })
+            }
+            None => Ok(format!("{}[{index}]", self.read(buffer, "uint")?)),
+        }
     }
 
     /// The GLSL name of `buffer` read as 4-byte words, and their type: the written binding's
@@ -1026,6 +1143,7 @@ impl Bindings {
     /// on them), so the two bindings of one buffer are never used across a barrier's two sides
     /// the wrong way round.
     fn write(&mut self, buffer: &Subbuffer<[u8]>, ty: &'static str, at_i: bool, after_reads: bool) -> Result<usize> {
+        let ty = self.concrete(ty);
         let h = handle(buffer);
         if !after_reads && self.reads.iter().any(|(b, _)| handle(b) == h) {
             return Err(Error::Vulkan("a kernel writes a buffer it read before".into()));
@@ -1232,10 +1350,10 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             // start's high word read only for those).
             let mut terms = vec!["0".to_string()];
             for start in &e.starts {
-                let word = bindings.read(&start.buffer, "uint")?;
-                let high = if start.code & 3 == 3 { format!("{word}[1]") } else { "0u".into() };
+                let low = bindings.read_uint(&start.buffer, "0")?;
+                let high = if start.code & 3 == 3 { bindings.read_uint(&start.buffer, "1")? } else { "0u".into() };
                 terms.push(format!(
-                    "int(clamped_start(uvec2({word}[0], {high}), {}u, {}u)) * ({})",
+                    "int(clamped_start(uvec2({low}, {high}), {}u, {}u)) * ({})",
                     start.code, start.max, start.stride
                 ));
             }
@@ -1245,14 +1363,14 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
             // The flag's word (a gated copy's), and the source's words: as uint, or through the
             // binding (and type) a stage of the same kernel wrote it with.
             let (gate, src) = match &e.operands[..] {
-                [(flag, _), (src, _)] => (format!("{}[0] != 0u", bindings.read(flag, "uint")?), src),
+                [(flag, _), (src, _)] => (format!("{} != 0u", bindings.read_uint(flag, "0")?), src),
                 [(src, _)] => ("true".to_string(), src),
                 _ => return Err(Error::Vulkan("a state copy of no source".into())),
             };
             let (source, ty) = bindings.read_words(src)?;
             let value = match ty {
                 "uint" => format!("{source}[i]"),
-                "T" => format!("word_bits({source}[i])"),
+                "T" | "float" | "int" => format!("word_bits({source}[i])"),
                 _ => return Err(Error::Vulkan(format!("a state copy of words from a {ty} result"))),
             };
             let _ = writeln!(body, "    bool g{k} = {gate};\n    uint t{k} = {value};");
@@ -1291,14 +1409,13 @@ fn run_body(run: &[&Elementwise], written: &[usize], bindings: &mut Bindings) ->
                 Kind::Reduce if e.integer => "uint",
                 _ => "T",
             };
-            let name = bindings.read(b, ty)?;
             // A reduction reads its input element j (its loop's index).
             let mut at = index(access, if e.kind == Kind::Reduce { "j" } else { at_index });
             // A slice's input element is past its starts' offset.
             if e.kind == Kind::CopyStarts && e.op == 0 {
                 at = format!("uint(int({at}) + off{k})");
             }
-            let read = format!("{name}[{at}]");
+            let read = bindings.element(b, ty, &at)?;
             args.push(if predicate { format!("({read} != uint8_t(0))") } else { read });
         }
         let line = match e.kind {
