@@ -146,7 +146,7 @@ defmodule Nx.Vulkan.Compiler do
     program =
       case unsupported(expr) do
         {nil, []} ->
-          capture(capturing, placeholders(vars, device), [], device)
+          capture(capturing, placeholders(vars, device), [], device, false)
 
         {nil, hooks} ->
           # The hooks record at capture; a call hands their values to the functions the
@@ -166,7 +166,7 @@ defmodule Nx.Vulkan.Compiler do
             recorders = Map.new(hooks, fn {name, _} -> {name, &record_hook(name, &1)} end)
             options = Keyword.put(opts, :hooks, recorders)
             capturing = Evaluator.__compile__(key, vars, fn _ -> looped end, options)
-            capture(capturing, placeholders(vars, device), callbacks, device)
+            capture(capturing, placeholders(vars, device), callbacks, device, false)
           end
 
         {reason, _} ->
@@ -262,10 +262,12 @@ defmodule Nx.Vulkan.Compiler do
 
   # Runs the function once on `placeholders` (device tensors for the arguments, one flat list)
   # while capturing; the program, or why not. Named hooks record their values (`callbacks`:
-  # name => the function a call hands them to).
-  defp capture(evaluator, placeholders, callbacks, device) do
+  # name => the function a call hands them to). `for_loop`: a device loop's condition or body.
+  defp capture(evaluator, placeholders, callbacks, device, for_loop) do
     Process.delete(@hook_values)
-    Native.capture_begin(Enum.map(placeholders, & &1.data.ref), device) |> Native.unwrap!()
+
+    Native.capture_begin(Enum.map(placeholders, & &1.data.ref), device, for_loop)
+    |> Native.unwrap!()
 
     try do
       # The function's constants are made on the program's device.
@@ -565,7 +567,13 @@ defmodule Nx.Vulkan.Compiler do
     state = Enum.map(params, &placeholder(&1, device))
 
     sub =
-      &capture(Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts), state, [], device)
+      &capture(
+        Evaluator.__compile__(make_ref(), params, fn _ -> &1 end, opts),
+        state,
+        [],
+        device,
+        true
+      )
 
     with %{ref: cond, output: {flag, {}}} <- sub.(flag),
          %{ref: next, output: {out, {}}} <- sub.(body) do

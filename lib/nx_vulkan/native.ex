@@ -109,7 +109,7 @@ nifs = [
   # events.rs
   set_event_sink: [:sink],
   # capture.rs (the compiler's programs)
-  capture_begin: [:inputs, :device],
+  capture_begin: [:inputs, :device, :for_loop],
   capture_end: [:inputs, :outputs],
   capture_cancel: [],
   capture_give_up: [:reason],

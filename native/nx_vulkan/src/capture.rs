@@ -155,6 +155,9 @@ pub struct Capture {
     state: Mutex<State>,
     /// The device the program runs on: an op on another gives the capture up.
     device: usize,
+    /// A device loop's condition or body (compiler.ex capture_device_loop): the program keeps its
+    /// small stages unmerged for the loop to merge (`Program::stages`).
+    for_loop: bool,
 }
 
 impl Capture {
@@ -430,7 +433,7 @@ impl Encoder for OutputKind {
 /// Starts capturing the calling process's commands; `inputs` are the placeholders the function
 /// will run on.
 #[rustler::nif]
-fn capture_begin(env: Env, inputs: Vec<BufferRef>, device: usize) -> Result<rustler::Atom> {
+fn capture_begin(env: Env, inputs: Vec<BufferRef>, device: usize, for_loop: bool) -> Result<rustler::Atom> {
     if let Some(other) = inputs.iter().find(|b| b.device != device) {
         return Err(crate::error::arg_error!(
             "a program for Vulkan device {device} got a placeholder on device {}",
@@ -446,7 +449,7 @@ fn capture_begin(env: Env, inputs: Vec<BufferRef>, device: usize) -> Result<rust
     if list.iter().any(|(p, _)| *p == pid) {
         return Err(crate::error::arg_error!("this process is already recording a compiled program"));
     }
-    list.push((pid, Arc::new(Capture { state: Mutex::new(state), device })));
+    list.push((pid, Arc::new(Capture { state: Mutex::new(state), device, for_loop })));
     ACTIVE.fetch_add(1, Ordering::AcqRel);
     Ok(atoms::ok())
 }
@@ -533,9 +536,11 @@ fn capture_end<'a>(env: Env<'a>, inputs: Vec<BufferRef>, outputs: Vec<BufferRef>
     // In captured order (fused, not yet merged: merging orders commands by level).
     let barriers_in_capture_order =
         queue::barriers_needed(&fused_list.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>());
-    // A program of small stages only (a device loop's condition or body, typically) keeps them
-    // unmerged: a loop merges its condition's, its body's and its state update's together.
-    let stages = (crate::fuse::merging() && crate::fuse::all_small_stages(&fused_list)).then(|| fused_list.clone());
+    // A device loop's condition or body of small stages only keeps them unmerged: the loop merges
+    // its condition's, its body's and its state update's together. (They bind intermediates that
+    // sharing would free, so other programs keep none.)
+    let stages = (capture.for_loop && crate::fuse::merging() && crate::fuse::all_small_stages(&fused_list))
+        .then(|| fused_list.clone());
     let (fused_list, merged_kernels, merged_commands, merged_shared) = crate::fuse::merge(fused_list);
     let (commands, levels) = by_level(fused_list);
     // What a replay's caller sees or the program keeps between replays keeps its own buffer.
