@@ -138,16 +138,17 @@ defmodule Nx.Vulkan.CompilerTest.Fns do
     x
   end
 
-  # A check in a device loop nested in a device loop's body.
-  defn nested_divide(x, n) do
-    {x, _, _} =
-      while {x, i = 0, n}, i < n do
+  # Checks in a device loop nested in a device loop's body (failing where i == k, once the inner
+  # loop runs) and in that body itself (failing where n == 7).
+  defn nested_divide(x, n, k) do
+    {x, _, _, _} =
+      while {x, i = 0, n, k}, i < n do
         {y, _, _, _} =
-          while {x, j = 0, i, n}, j < i do
-            {Nx.quotient(x, n - 3), j + 1, i, n}
+          while {x, j = 0, i, k}, j < i do
+            {Nx.quotient(x, i - k) + j, j + 1, i, k}
           end
 
-        {y, i + 1, n}
+        {y + Nx.quotient(n, n - 7), i + 1, n, k}
       end
 
     x
@@ -1289,21 +1290,44 @@ defmodule Nx.Vulkan.CompilerTest do
                Nx.Vulkan.program_info(&Fns.countdown_divide/3, [x, 5, 3]).loops
 
       assert "loop_check" in kernels
+    end
 
-      # A check in a loop nested in a device loop's body: that loop runs under the Evaluator,
-      # raising as it does.
+    test "deferred checks in device loops nested in a device loop's body, at every cap" do
+      x = Nx.tensor([1000, -2000, 3000])
+      nested = Nx.Defn.jit(&Fns.nested_divide/3, compiler: Nx.Vulkan)
+
+      outcome = fn fun ->
+        try do
+          {:ok, fun.() |> Nx.to_binary()}
+        rescue
+          e -> {:raised, e.__struct__, Exception.message(e)}
+        end
+      end
+
+      host = &Nx.backend_copy(&1, Nx.BinaryBackend)
+
       {_, delta} =
         census_delta(fn ->
-          assert_same(&Fns.nested_divide/2, [[x, Nx.tensor(2)]])
+          for cap <- [0, 4, 64] do
+            Nx.Vulkan.set_batch_max(cap)
 
-          assert_raise ArithmeticError, fn ->
-            Nx.Defn.jit(&Fns.nested_divide/2, compiler: Nx.Vulkan).(x, Nx.tensor(3))
-            |> Nx.to_binary()
+            # Clean; the inner loop's check failing mid-way (the loops going on past it), in the
+            # last outer iteration, at the inner loop's first run; the outer body's check; no
+            # iteration at all.
+            for {n, k} <- [{2, 2}, {4, 0}, {4, 2}, {5, 4}, {3, 1}, {7, 9}, {0, 0}] do
+              expected = outcome.(fn -> Fns.nested_divide(host.(x), n, k) end)
+              assert outcome.(fn -> nested.(x, n, k) end) == expected, "n = #{n}, k = #{k}"
+            end
           end
         end)
 
-      assert [{"a device loop: a deferred check inside a device loop whose body" <> _, _}] =
-               Map.to_list(delta.evaluator)
+      assert delta.evaluator == %{}
+
+      assert {:raised, ArithmeticError, _} = outcome.(fn -> nested.(x, 4, 2) end)
+      assert {:ok, _} = outcome.(fn -> nested.(x, 4, 0) end)
+
+      assert [%{kernels: kernels}] = Nx.Vulkan.program_info(&Fns.nested_divide/3, [x, 4, 2]).loops
+      assert "device_loop" in kernels and "loop_check" in kernels
     end
 
     test "hooks get every call's values, in the Evaluator's order, from a compiled program" do

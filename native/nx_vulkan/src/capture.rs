@@ -385,11 +385,6 @@ impl Program {
         &self.output_buffers
     }
 
-    /// Whether the program makes deferred checks.
-    pub fn has_checks(&self) -> bool {
-        !self.checks.is_empty()
-    }
-
     /// The deferred checks made in the program (templates, in order), each with the buffer its
     /// commands compute its value into (one of the last fresh outputs).
     pub fn check_values(&self) -> impl Iterator<Item = (&Arc<crate::checks::Check>, &Subbuffer<[u8]>)> {

@@ -177,14 +177,15 @@ fn loop_new<'a>(
         return Err(crate::error::unsupported!("a program inside a device loop"));
     }
     let has_loops = body.0.commands.iter().any(|c| matches!(c, Command::Loop(_)));
-    if has_loops && (cond.0.has_checks() || body.0.has_checks()) {
-        return Err(crate::error::unsupported!("a deferred check inside a device loop whose body runs device loops"));
-    }
     // Each check's value folded into an accumulator per evaluation: the condition's at every
-    // evaluation (the last, false one too), the body's where the iteration ran (gated).
+    // evaluation (the last, false one too), the body's where the iteration ran (gated by the
+    // flag; a body with device loops inside runs only after its condition read true, so its
+    // folds need no gate). An inner loop's checks are values its run writes (loop_run's), so
+    // they fold like any other.
     let (mut checks, mut accumulators) = (Vec::new(), Vec::new());
     let (mut check_folds, mut body_folds) = (Vec::new(), Vec::new());
-    for (program, folds, gate) in [(&cond, &mut check_folds, None), (&body, &mut body_folds, Some(&flag_buffer))] {
+    let body_gate = if has_loops { None } else { Some(&flag_buffer) };
+    for (program, folds, gate) in [(&cond, &mut check_folds, None), (&body, &mut body_folds, body_gate)] {
         for (template, value) in program.0.check_values() {
             let acc = tensor::alloc(16)?;
             let buffer = acc.get()?;
@@ -197,7 +198,8 @@ fn loop_new<'a>(
     let zeros = if checks.is_empty() { None } else { Some(crate::ops::layout::fill_on_current(4, 4, 0)?) };
     let pairs: SmallVec<[(&Subbuffer<[u8]>, &Subbuffer<[u8]>); 8]> = pairs.iter().map(|(s, d)| (s, d)).collect();
     let (step_commands, nested) = if has_loops {
-        let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(aside.into_iter().map(|(c, _)| c)).collect();
+        let mut commands: Vec<Command> = body.0.commands.iter().cloned().chain(body_folds).collect();
+        commands.extend(aside.into_iter().map(|(c, _)| c));
         queue::copy_commands(&pairs, None, |copy| {
             commands.push(copy);
             Ok(())
