@@ -190,19 +190,6 @@ defmodule Nx.Vulkan.NoDeviceTest do
     assert output =~ "started"
   end
 
-  test "NXV_DEVICE_CLASS is validated" do
-    System.put_env("NXV_DEVICE_CLASS", "quantum")
-
-    assert_raise ArgumentError, ~r/NXV_DEVICE_CLASS must be one of/, fn ->
-      Nx.Vulkan.Device.class()
-    end
-
-    System.put_env("NXV_DEVICE_CLASS", "discrete")
-    assert Nx.Vulkan.Device.class() == :discrete
-  after
-    System.delete_env("NXV_DEVICE_CLASS")
-  end
-
   # The BinaryBackend raises for these; the device does too instead of making up a value. A
   # constant operand raises at the call; a tensor one at the next read of the result (deferred
   # check), or at the call in immediate mode.
@@ -290,5 +277,24 @@ defmodule Nx.Vulkan.NoDeviceTest do
              :infinity,
              :neg_infinity
            ]
+  end
+end
+
+defmodule Nx.Vulkan.DeviceClassEnvTest do
+  # Not async: it sets an OS environment variable of the VM, which the child VMs that async
+  # tests start would inherit (one such child once failed to start on this test's bad value).
+  use ExUnit.Case, async: false
+
+  test "NXV_DEVICE_CLASS is validated" do
+    System.put_env("NXV_DEVICE_CLASS", "quantum")
+
+    assert_raise ArgumentError, ~r/NXV_DEVICE_CLASS must be one of/, fn ->
+      Nx.Vulkan.Device.class()
+    end
+
+    System.put_env("NXV_DEVICE_CLASS", "discrete")
+    assert Nx.Vulkan.Device.class() == :discrete
+  after
+    System.delete_env("NXV_DEVICE_CLASS")
   end
 end
