@@ -979,7 +979,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp binary_op(op, type, out, a, b) do
-    Native.binary_op(op, type, ref!(a), shape_list(a), ref!(b), shape_list(b), shape_list(out))
+    Native.binary_op(op, type, ref!(a), a.shape, ref!(b), b.shape, out.shape)
     |> result(out, op, [out, a, b])
   end
 

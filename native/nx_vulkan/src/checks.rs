@@ -145,9 +145,16 @@ impl CheckSet {
     }
 }
 
+/// Whether any tensor was ever given a check (`attach`): until then no tensor carries one, and
+/// `inherit`, on every dispatch's path, takes no lock.
+static ANY_ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Gives `out` (a dispatch's output) its inputs' checks. Called for every dispatch: a tensor
-/// without checks costs one uncontended lock.
+/// without checks costs one uncontended lock (none while no check was ever attached).
 pub fn inherit(out: &DeviceBuffer, inputs: &[&BufferRef]) -> Result<()> {
+    if !ANY_ATTACHED.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let mut sets: SmallVec<[Arc<CheckSet>; 2]> = SmallVec::new();
     for input in inputs {
         if std::ptr::eq(&***input as *const DeviceBuffer, out) {
@@ -265,6 +272,7 @@ pub fn attach(out: &DeviceBuffer, checks: Vec<Arc<Check>>) -> Result<()> {
     let mut own = lock(&out.checks)?;
     let parents: Vec<Arc<CheckSet>> = own.take().into_iter().collect();
     *own = CheckSet::new(checks, parents);
+    ANY_ATTACHED.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -336,7 +344,7 @@ fn attach_check(
 /// The reads a host read of `tensor` must make of its checks' values: record them before the
 /// flush (so they ride in the same submission), then `finish` after it.
 pub struct PendingReads {
-    reads: Vec<(Arc<Check>, Subbuffer<[u8]>)>,
+    reads: Vec<(Arc<Check>, tensor::Pooled)>,
     failed: Vec<Arc<Check>>,
 }
 

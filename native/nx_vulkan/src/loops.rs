@@ -235,7 +235,7 @@ fn loop_new<'a>(
         // body's (both only read the state), one barrier between levels.
         (crate::capture::by_level(step_commands).0, None)
     };
-    let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?;
+    let staging = tensor::raw_buffer(tensor::Kind::Download, 4)?.buffer;
     // The condition run alone (after a chunk) evaluates its checks too.
     let check_commands = check_commands.into_iter().chain(check_folds).collect();
     let l = Loop {

@@ -153,7 +153,39 @@ pub static CREATE_US: AtomicU64 = AtomicU64::new(0);
 /// Of CREATE_US, the time in vkCreateComputePipelines (the driver's compile, or its cache hit);
 /// the rest is specializing and reflecting the SPIR-V and the layouts.
 pub static DRIVER_US: AtomicU64 = AtomicU64::new(0);
-pub static HITS: AtomicU64 = AtomicU64::new(0);
+/// Cache hits, counted per thread (each slot has one writer, so a plain add: no locked
+/// instruction on every op's path); `stats` sums them.
+static HITS: [HitSlot; HIT_SLOTS] = [const { HitSlot(AtomicU64::new(0)) }; HIT_SLOTS];
+/// A cache line each, so threads do not share one.
+#[repr(align(64))]
+struct HitSlot(AtomicU64);
+const HIT_SLOTS: usize = 256;
+static NEXT_HIT_SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Bumped by `forget_pipelines`: threads' own caches below then start again.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Per thread: its hit slot, and the pipelines it looked up (of the current GENERATION), so an
+/// op finds its pipeline without the shared map's lock.
+struct Local {
+    hit_slot: usize,
+    generation: u64,
+    /// Never dropped: a scheduler thread may end after the device is gone (at exit), and a
+    /// pipeline must not be destroyed then; the shared map holds them all anyway.
+    pipelines: std::mem::ManuallyDrop<foldhash::HashMap<Key, Arc<Pipeline>>>,
+}
+
+thread_local! {
+    static LOCAL: std::cell::RefCell<Local> = std::cell::RefCell::new(Local {
+        // Past HIT_SLOTS threads, slots are shared: a hit may then be lost, never an op.
+        hit_slot: NEXT_HIT_SLOT.fetch_add(1, Ordering::Relaxed) % HIT_SLOTS,
+        generation: 0,
+        pipelines: Default::default(),
+    });
+}
+
+fn count_hit(slot: usize) {
+    HITS[slot].0.store(HITS[slot].0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
 
 /// The pipeline slot for `kernel` with specialization constant 0 set to `op` (kernels without one
 /// ignore it). Never creates the pipeline (see the module doc): safe on a normal scheduler.
@@ -163,9 +195,31 @@ pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
 
 fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
     let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op, device);
-    if let Some(p) = PIPELINE_CACHE.get(&key) {
-        HITS.fetch_add(1, Ordering::Relaxed);
-        return Ok(p.clone());
+    let generation = GENERATION.load(Ordering::Acquire);
+    let local = LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.generation != generation {
+            l.pipelines.clear();
+            l.generation = generation;
+        }
+        let found = l.pipelines.get(&key).cloned();
+        if found.is_some() {
+            count_hit(l.hit_slot);
+        }
+        found
+    });
+    if let Some(p) = local {
+        return Ok(p);
+    }
+    if let Some(p) = PIPELINE_CACHE.get(&key).map(|p| p.clone()) {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            count_hit(l.hit_slot);
+            if l.generation == generation {
+                l.pipelines.insert(key, p.clone());
+            }
+        });
+        return Ok(p);
     }
     let module = module(device, kernel)?;
     let per_invocation = if module.specialization_constants().contains_key(&2) {
@@ -278,6 +332,7 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
 #[rustler::nif]
 fn forget_pipelines() -> rustler::Atom {
     PIPELINE_CACHE.clear();
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     rustler::types::atom::ok()
 }
 
@@ -285,7 +340,7 @@ fn forget_pipelines() -> rustler::Atom {
 pub fn stats() -> (u64, u64, usize, u64) {
     (
         CREATED.load(Ordering::Relaxed),
-        HITS.load(Ordering::Relaxed),
+        HITS.iter().map(|h| h.0.load(Ordering::Relaxed)).sum(),
         PIPELINE_CACHE.len(),
         CREATE_US.load(Ordering::Relaxed),
     )

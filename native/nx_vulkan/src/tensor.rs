@@ -35,6 +35,8 @@ pub struct DeviceBuffer {
     /// What `fill` wrote (element bytes, count, bits), for a tensor it made: such a constant can
     /// be made again on another device (ops/layout.rs refill).
     pub filled: std::sync::OnceLock<(u64, u64, u64)>,
+    /// When its buffer was allocated (the pool's age limit).
+    born: Instant,
 }
 
 impl DeviceBuffer {
@@ -55,7 +57,7 @@ impl DeviceBuffer {
             Some(buffer) => {
                 LIVE_BYTES[self.device].fetch_sub(buffer.size(), Ordering::Relaxed);
                 LIVE_BUFFERS[self.device].fetch_sub(1, Ordering::Relaxed);
-                give_back(self.device, Kind::Tensor, buffer);
+                give_back(self.device, Kind::Tensor, Pooled { buffer, born: self.born });
                 true
             }
             None => false,
@@ -130,15 +132,26 @@ pub fn pool_max_bytes() -> u64 {
 }
 const POOL_MAX_BUFFER: u64 = 256 << 20;
 
+/// A buffer of the pool (in it or in use), with when it was allocated: the age limit reads that
+/// here rather than in a table by handle (on an eager op's path the buffer object's first read
+/// is a cache miss: the GPU thread had it last).
+pub(crate) struct Pooled {
+    pub buffer: Subbuffer<[u8]>,
+    born: Instant,
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Subbuffer<[u8]>;
+    fn deref(&self) -> &Subbuffer<[u8]> {
+        &self.buffer
+    }
+}
+
 /// Free buffers by (kind, size class), each with when it came back.
 #[derive(Default)]
 struct Pool {
-    free: HashMap<(Kind, u64), Vec<(Subbuffer<[u8]>, Instant)>>,
+    free: HashMap<(Kind, u64), Vec<(Pooled, Instant)>>,
     bytes: u64,
-    /// When each poolable buffer was allocated, by handle (for POOL_MAX_AGE_MS; an entry is
-    /// replaced when the driver reuses a handle for a new buffer, and dropped when the pool
-    /// frees the buffer for its age). Under the pool's lock: releasing a tensor takes no other.
-    born: HashMap<u64, Instant>,
 }
 
 /// Whether buffers of `size` bytes go back to the pool when released.
@@ -156,20 +169,10 @@ pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 /// pooled ones as they pass it, so the pool renews what long-running work keeps cycling.
 pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
 
-/// Whether `buffer` is past the age limit at `now` (and forgets its birth if so: it is about to go).
-fn past_age(buffer: &Subbuffer<[u8]>, born: &mut HashMap<u64, Instant>, now: Instant) -> bool {
+/// Whether a buffer allocated at `born` is past the age limit at `now`.
+fn past_age(born: Instant, now: Instant) -> bool {
     let max_age = POOL_MAX_AGE_MS.load(Ordering::Relaxed);
-    // Without an age limit (the default) the buffer object is not touched: on an eager op's
-    // path its first read is a cache miss (the GPU thread had it last).
-    if max_age == 0 {
-        return false;
-    }
-    let h = queue::handle(buffer);
-    let old = born.get(&h).is_some_and(|t| now.saturating_duration_since(*t) > std::time::Duration::from_millis(max_age));
-    if old {
-        born.remove(&h);
-    }
-    old
+    max_age != 0 && now.saturating_duration_since(born) > std::time::Duration::from_millis(max_age)
 }
 
 /// Starts the trimming thread on first use of the pool.
@@ -199,12 +202,12 @@ fn trim_idle_in(pool: &Mutex<Pool>) {
     // every allocation waits on this lock.
     let mut expired = Vec::new();
     if let Ok(mut pool) = pool.lock() {
-        let Pool { free, bytes, born } = &mut *pool;
+        let Pool { free, bytes } = &mut *pool;
         let now = Instant::now();
         let mut freed = 0;
         for ((_, class), list) in free.iter_mut() {
-            let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(buffer, since)| {
-                idle.is_some_and(|idle| now.saturating_duration_since(*since) > idle) || past_age(buffer, born, now)
+            let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(pooled, since)| {
+                idle.is_some_and(|idle| now.saturating_duration_since(*since) > idle) || past_age(pooled.born, now)
             });
             freed += old.len() as u64 * class;
             *list = kept;
@@ -224,7 +227,7 @@ fn size_class(bytes: u64) -> u64 {
     bytes.max(256).next_power_of_two()
 }
 
-fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
+fn take(kind: Kind, class: u64) -> Option<Pooled> {
     let mut pool = POOLS[current()].lock().ok()?;
     let list = pool.free.get_mut(&(kind, class))?;
     // A tensor buffer is only touched by commands, so it can be handed out while queued or
@@ -235,7 +238,7 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
     // Staging buffers are written and read by the host, so they wait until nothing holds them.
     let i = match kind {
         Kind::Tensor => list.len().checked_sub(1)?,
-        Kind::Upload | Kind::Download => list.iter().position(|(b, _)| Arc::strong_count(b.buffer()) == 1)?,
+        Kind::Upload | Kind::Download => list.iter().position(|(p, _)| Arc::strong_count(p.buffer.buffer()) == 1)?,
     };
     let (buffer, _) = list.swap_remove(i);
     pool.bytes -= class;
@@ -243,7 +246,7 @@ fn take(kind: Kind, class: u64) -> Option<Subbuffer<[u8]>> {
 }
 
 /// Returns a buffer of device `device` to its pool.
-pub(crate) fn give_back(device: usize, kind: Kind, buffer: Subbuffer<[u8]>) {
+pub(crate) fn give_back(device: usize, kind: Kind, buffer: Pooled) {
     let class = buffer.size();
     if !poolable(class) {
         return;
@@ -253,7 +256,7 @@ pub(crate) fn give_back(device: usize, kind: Kind, buffer: Subbuffer<[u8]>) {
     if let Ok(mut pool) = POOLS[device].lock() {
         // One clock read per release (the age check and the pool entry share it).
         let now = Instant::now();
-        if past_age(&buffer, &mut pool.born, now) {
+        if past_age(buffer.born, now) {
             return;
         }
         // Full: make room by dropping the oldest buffers of the class holding the most bytes
@@ -299,7 +302,7 @@ pub fn reset_peak() {
     PEAK_BYTES[d].store(LIVE_BYTES[d].load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
-pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
+pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Pooled> {
     let c = ctx()?;
     // Pooled sizes are powers of two (never zero-sized, 8-byte kernels stay aligned); buffers
     // too large to pool are rounded to 16 bytes.
@@ -313,13 +316,7 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Subbuffer<[u8]>> {
         return Ok(buffer);
     }
     POOL_MISSES[current()].fetch_add(1, Ordering::Relaxed);
-    let buffer = new_buffer(kind, bytes, size)?;
-    if poolable(size) {
-        if let Ok(mut pool) = POOLS[current()].lock() {
-            pool.born.insert(queue::handle(&buffer), Instant::now());
-        }
-    }
-    Ok(buffer)
+    Ok(Pooled { buffer: new_buffer(kind, bytes, size)?, born: Instant::now() })
 }
 
 /// A new device buffer of `size` bytes (`bytes` asked for) for `kind`, past the budget only
@@ -422,7 +419,7 @@ fn reclaim() -> Result<rustler::Atom> {
 
 /// A new device-local tensor buffer of `bytes` bytes (contents undefined until written).
 pub fn alloc(bytes: u64) -> Result<BufferRef> {
-    let buffer = raw_buffer(Kind::Tensor, bytes)?;
+    let Pooled { buffer, born } = raw_buffer(Kind::Tensor, bytes)?;
     let size = buffer.size();
     let device = current();
     let live = LIVE_BYTES[device].fetch_add(size, Ordering::Relaxed) + size;
@@ -436,6 +433,7 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
         held: AtomicUsize::new(0),
         device,
         filled: std::sync::OnceLock::new(),
+        born,
     });
     crate::capture::allocated(&out)?;
     Ok(out)

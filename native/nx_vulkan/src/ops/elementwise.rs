@@ -8,12 +8,12 @@ use rustler::{Atom, Env};
 
 /// Unary op codes: the index is the `case` in shaders/unary.comp. Which ops a dtype has: floats
 /// 0..=13 and 18..=32, integers 0..=5 and 15..=17.
-const UNARY_OPS: &[&str] = &[
+static UNARY_OPS: OpTable = OpTable::new(&[
     "negate", "abs", "sign", "floor", "ceil", "round", "exp", "expm1", "log", "log1p", "sqrt",
     "rsqrt", "tanh", "sigmoid", "", "bitwise_not", "count_leading_zeros", "population_count",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt",
     "erf", "erfc", "erf_inv",
-];
+]);
 /// Precise f32 unary ops that keep one element per step: the rest take unary_f32p_v4's 16-byte
 /// vectors. H200 (f2ce710), us for 64 M elements, scalar / vectors: exp 289 / 193, sigmoid
 /// 311 / 237, sqrt 304 / 180, negate 243 / 155, log 686 / 644, expm1 531 / 511, erf 1493 / 1498;
@@ -21,40 +21,15 @@ const UNARY_OPS: &[&str] = &[
 const PRECISE_SCALAR_UNARY: [u32; 4] = [12, 18, 19, 20];
 /// Binary arithmetic op codes (shaders/binary.comp without OUT_U8). Floats: 0..=6; integers all
 /// but divide (Nx divides integers as floats).
-const ARITH_OPS: &[&str] = &[
+static ARITH_OPS: OpTable = OpTable::new(&[
     "add", "subtract", "multiply", "divide", "max", "min", "pow", "quotient", "remainder",
     "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "atan2",
-];
+]);
 /// Comparison and logical op codes (shaders/binary.comp with OUT_U8): results are u8.
-const COMPARE_OPS: &[&str] = &[
+static COMPARE_OPS: OpTable = OpTable::new(&[
     "equal", "not_equal", "greater", "less", "greater_equal", "less_equal", "logical_and",
     "logical_or", "logical_xor",
-];
-
-/// The op's code in `table` (its index), comparing atoms, not strings. This runs on every op
-/// from every scheduler, so the atoms of each table are created once and then only read (a
-/// sharded map: no global lock on the dispatch path).
-pub(crate) fn op_code(env: Env, op: Atom, table: &'static [&'static str]) -> Result<(u32, &'static str)> {
-    static ATOMS: once_cell::sync::Lazy<dashmap::DashMap<usize, Vec<Atom>, foldhash::fast::RandomState>> =
-        once_cell::sync::Lazy::new(|| dashmap::DashMap::with_hasher(Default::default()));
-    let key = table.as_ptr() as usize;
-    if !ATOMS.contains_key(&key) {
-        let atoms: Vec<Atom> = table
-            .iter()
-            .map(|n| Atom::from_str(env, if n.is_empty() { "nx_vulkan_none" } else { n }))
-            .collect::<rustler::NifResult<_>>()
-            .map_err(|_| arg_error!("creating atoms"))?;
-        ATOMS.insert(key, atoms);
-    }
-    let position = ATOMS.get(&key).and_then(|atoms| atoms.iter().position(|a| *a == op));
-    match position {
-        Some(i) => Ok((i as u32, table[i])),
-        None => {
-            let name = op.to_term(env).atom_to_string().unwrap_or_default();
-            Err(unsupported!("{name} has no device kernel"))
-        }
-    }
-}
+]);
 
 const FLOAT_UNARY: [u32; 29] = [
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
@@ -79,7 +54,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = op_code(env, op, UNARY_OPS)?;
+    let (code, name) = UNARY_OPS.code(env, op)?;
     let mut kernel = kernel_for(Family::Unary, dtype, code, name, &FLOAT_UNARY, &[0, 1, 2, 3, 4, 5, 15, 16, 17])?;
     if dtype == Dtype::F32 && precise_f32() && !PRECISE_SCALAR_UNARY.contains(&code) {
         kernel = shaders::unary_f32p_v4;
@@ -92,14 +67,14 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     Ok(out)
 }
 
-const CLASSIFY_OPS: &[&str] = &["is_nan", "is_infinity"];
+static CLASSIFY_OPS: OpTable = OpTable::new(&["is_nan", "is_infinity"]);
 
 /// is_nan / is_infinity of a floating-point tensor, as u8.
 #[rustler::nif]
 fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = op_code(env, op, CLASSIFY_OPS)?;
+    let (code, name) = CLASSIFY_OPS.code(env, op)?;
     let kernel = shaders::numeric(Family::Classify, dtype, false)
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
     check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
@@ -119,25 +94,25 @@ fn binary_op(
     op: Atom,
     dtype: Dtype,
     a: BufferRef,
-    a_shape: Vec<u64>,
+    a_shape: Shape,
     b: BufferRef,
-    b_shape: Vec<u64>,
-    out_shape: Vec<u64>,
+    b_shape: Shape,
+    out_shape: Shape,
 ) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&a, &b])?;
     let _capture = crate::capture::scope(env);
     if matches!(dtype, Dtype::C64 | Dtype::C128) {
         return complex_binary(env, op, dtype, a, a_shape, b, b_shape, out_shape);
     }
-    let (kernel, code, out_bytes) = match op_code(env, op, ARITH_OPS) {
+    let (kernel, code, out_bytes) = match ARITH_OPS.code(env, op) {
         Ok((code, name)) => (
             kernel_for(Family::Binary, dtype, code, name, &[0, 1, 2, 3, 4, 5, 6, 8, 14], &[0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])?,
             code,
             dtype.bytes(),
         ),
         Err(_) => {
-            let (code, name) = op_code(env, op, COMPARE_OPS)?;
-            let all: Vec<u32> = (0..COMPARE_OPS.len() as u32).collect();
+            let (code, name) = COMPARE_OPS.code(env, op)?;
+            let all: Vec<u32> = (0..COMPARE_OPS.names.len() as u32).collect();
             (kernel_for(Family::Compare, dtype, code, name, &all, &all)?, code, 1)
         }
     };
@@ -205,8 +180,8 @@ fn flat_layout(a_shape: &[u64], b_shape: &[u64], out_shape: &[u64], n: u64) -> O
     Some([stride(a_shape)?, stride(b_shape)?])
 }
 
-const COMPLEX_ARITH: &[&str] = &["add", "subtract", "multiply", "divide", "pow"];
-const COMPLEX_COMPARE: &[&str] = &["equal", "not_equal"];
+static COMPLEX_ARITH: OpTable = OpTable::new(&["add", "subtract", "multiply", "divide", "pow"]);
+static COMPLEX_COMPARE: OpTable = OpTable::new(&["equal", "not_equal"]);
 
 #[allow(clippy::too_many_arguments)]
 fn complex_binary(
@@ -214,38 +189,38 @@ fn complex_binary(
     op: Atom,
     dtype: Dtype,
     a: BufferRef,
-    a_shape: Vec<u64>,
+    a_shape: Shape,
     b: BufferRef,
-    b_shape: Vec<u64>,
-    out_shape: Vec<u64>,
+    b_shape: Shape,
+    out_shape: Shape,
 ) -> Result<BufferRef> {
     let c64 = dtype == Dtype::C64;
-    let (kernel, code, out_bytes) = match op_code(env, op, COMPLEX_ARITH) {
+    let (kernel, code, out_bytes) = match COMPLEX_ARITH.code(env, op) {
         Ok((code, _)) => (
             if c64 { shaders::complex_binary_c64 } else { shaders::complex_binary_c128 },
             code,
             dtype.bytes(),
         ),
         Err(_) => {
-            let (code, _) = op_code(env, op, COMPLEX_COMPARE)?;
+            let (code, _) = COMPLEX_COMPARE.code(env, op)?;
             (if c64 { shaders::complex_compare_c64 } else { shaders::complex_compare_c128 }, code, 1)
         }
     };
     broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
 }
 
-const COMPLEX_UNARY: &[&str] = &[
+static COMPLEX_UNARY: OpTable = OpTable::new(&[
     "negate", "conjugate", "sqrt", "exp", "log", "expm1", "log1p", "sigmoid", "sin", "cos", "tan",
     "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "rsqrt", "cbrt",
-];
-const COMPLEX_REAL: &[&str] = &["abs", "is_nan", "is_infinity"];
+]);
+static COMPLEX_REAL: OpTable = OpTable::new(&["abs", "is_nan", "is_infinity"]);
 
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
 #[rustler::nif]
 fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = op_code(env, op, COMPLEX_REAL)?;
+    let (code, name) = COMPLEX_REAL.code(env, op)?;
     let (kernel, real_bytes) = match dtype {
         Dtype::C64 => (shaders::complex_real_c64, 4),
         Dtype::C128 => (shaders::complex_real_c128, 8),
@@ -264,7 +239,7 @@ fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resul
 fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = op_code(env, op, COMPLEX_UNARY)?;
+    let (code, name) = COMPLEX_UNARY.code(env, op)?;
     let kernel = match dtype {
         Dtype::C64 => shaders::complex_unary_c64,
         Dtype::C128 => shaders::complex_unary_c128,

@@ -15,6 +15,81 @@ use crate::tensor::BufferRef;
 use smallvec::SmallVec;
 use crate::policy::{cpu_device, gemm_block, precise_dot, precise_f32};
 
+/// An op family's op names: an op's code is its index. The atoms are made once and then only
+/// compared (every op from every scheduler looks its code up: no lock, no hash on that path).
+pub struct OpTable {
+    pub names: &'static [&'static str],
+    atoms: std::sync::OnceLock<Vec<rustler::Atom>>,
+}
+
+impl OpTable {
+    pub const fn new(names: &'static [&'static str]) -> Self {
+        OpTable { names, atoms: std::sync::OnceLock::new() }
+    }
+
+    /// `op`'s code and name; an unsupported error for an op the table lacks.
+    pub fn code(&'static self, env: rustler::Env, op: rustler::Atom) -> Result<(u32, &'static str)> {
+        let atoms = match self.atoms.get() {
+            Some(atoms) => atoms,
+            None => {
+                let atoms = self
+                    .names
+                    .iter()
+                    .map(|n| rustler::Atom::from_str(env, if n.is_empty() { "nx_vulkan_none" } else { n }))
+                    .collect::<rustler::NifResult<Vec<_>>>()
+                    .map_err(|_| arg_error!("creating atoms"))?;
+                self.atoms.get_or_init(|| atoms)
+            }
+        };
+        match atoms.iter().position(|a| *a == op) {
+            Some(i) => Ok((i as u32, self.names[i])),
+            None => {
+                let name = op.to_term(env).atom_to_string().unwrap_or_default();
+                Err(unsupported!("{name} has no device kernel"))
+            }
+        }
+    }
+}
+
+/// A shape from Elixir: a tuple (as Nx keeps it, so the caller converts nothing) or a list of
+/// dims, decoded without a heap allocation (the binary op NIF, on every eager op's path, takes
+/// three).
+pub struct Shape(pub SmallVec<[u64; 8]>);
+
+impl<'a> rustler::Decoder<'a> for Shape {
+    fn decode(term: rustler::Term<'a>) -> rustler::NifResult<Self> {
+        let env = term.get_env();
+        let mut dims = SmallVec::new();
+        if term.is_tuple() {
+            let mut arity: std::os::raw::c_int = 0;
+            let mut array = std::mem::MaybeUninit::uninit();
+            // SAFETY: the term is a tuple of `env`; the array lives as long as the term.
+            let elements = unsafe {
+                if rustler::sys::enif_get_tuple(env.as_c_arg(), term.as_c_arg(), &mut arity, array.as_mut_ptr()) != 1 {
+                    return Err(rustler::Error::BadArg);
+                }
+                std::slice::from_raw_parts(array.assume_init(), arity as usize)
+            };
+            for &element in elements {
+                // SAFETY: an element of a tuple of `env`.
+                dims.push(unsafe { rustler::Term::new(env, element) }.decode::<u64>()?);
+            }
+        } else {
+            for element in term.into_list_iterator()? {
+                dims.push(element.decode::<u64>()?);
+            }
+        }
+        Ok(Shape(dims))
+    }
+}
+
+impl std::ops::Deref for Shape {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.0
+    }
+}
+
 /// Ranks up to this many dims (after collapsing) fit the kernels' push constants.
 pub const MAX_RANK: usize = 6;
 /// The strided-copy kernel has room for more (one stride set fewer than select).

@@ -6,7 +6,7 @@ use crate::shaders::{self, Family};
 use crate::tensor::alloc;
 use rustler::{Atom, Env};
 
-const REDUCE_OPS: &[&str] = &["sum", "product", "reduce_max", "reduce_min"];
+static REDUCE_OPS: OpTable = OpTable::new(&["sum", "product", "reduce_max", "reduce_min"]);
 /// Reductions up to this many elements per output fold serially on GPUs too.
 const SERIAL_REDUCTION_MAX: u64 = 64;
 /// Split reductions: at least this many elements per output, at most this many outputs, in
@@ -175,7 +175,7 @@ impl Layout {
     }
 }
 
-const ARG_OPS: &[&str] = &["argmax", "argmin"];
+static ARG_OPS: OpTable = OpTable::new(&["argmax", "argmin"]);
 
 /// argmax/argmin over `axes`; indices written as `index_bytes` (4 or 8) integers.
 #[rustler::nif]
@@ -192,7 +192,7 @@ fn arg_reduce(
 ) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = super::elementwise::op_code(env, op, ARG_OPS)?;
+    let (code, name) = ARG_OPS.code(env, op)?;
     let kernel = shaders::numeric(Family::ArgReduce, dtype, false)
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
     if index_bytes != 4 && index_bytes != 8 {
@@ -212,13 +212,13 @@ fn arg_reduce(
 fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    let (code, name) = super::elementwise::op_code(env, op, REDUCE_OPS)?;
+    let (code, name) = REDUCE_OPS.code(env, op)?;
     reduce_axes(code, name, dtype, &x, &shape, &axes)
 }
 
 /// The sum of `x` (of `shape`) over `axes`, for other ops' second passes (split-K GEMM).
 pub fn sum_axes(dtype: Dtype, x: &BufferRef, shape: &[u64], axes: &[usize]) -> Result<BufferRef> {
-    reduce_axes(0, REDUCE_OPS[0], dtype, x, shape, axes)
+    reduce_axes(0, REDUCE_OPS.names[0], dtype, x, shape, axes)
 }
 
 fn reduce_axes(code: u32, name: &str, dtype: Dtype, x: &BufferRef, shape: &[u64], axes: &[usize]) -> Result<BufferRef> {
@@ -282,8 +282,8 @@ fn window_reduce(
 ) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
-    const WINDOW_OPS: &[&str] = &["window_sum", "window_product", "window_max", "window_min"];
-    let (code, name) = super::elementwise::op_code(env, op, WINDOW_OPS)?;
+    static WINDOW_OPS: OpTable = OpTable::new(&["window_sum", "window_product", "window_max", "window_min"]);
+    let (code, name) = WINDOW_OPS.code(env, op)?;
     let kernel = shaders::numeric(Family::Window, dtype, precise_f32())
         .ok_or_else(|| unsupported!("{name} on {} has no device kernel yet", dtype.name()))?;
     let rank = shape.len();
