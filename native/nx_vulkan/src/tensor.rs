@@ -423,7 +423,10 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
     let size = buffer.size();
     let device = current();
     let live = LIVE_BYTES[device].fetch_add(size, Ordering::Relaxed) + size;
-    PEAK_BYTES[device].fetch_max(live, Ordering::Relaxed);
+    // A locked update only when the peak moves (rarely, in a steady state).
+    if live > PEAK_BYTES[device].load(Ordering::Relaxed) {
+        PEAK_BYTES[device].fetch_max(live, Ordering::Relaxed);
+    }
     LIVE_BUFFERS[device].fetch_add(1, Ordering::Relaxed);
     let out = ResourceArc::new(DeviceBuffer {
         buffer: Mutex::new(Some(buffer)),
