@@ -340,6 +340,14 @@ defmodule Nx.Vulkan.CompilerTest do
     Nx.put_slice(x, start, Nx.from_binary(specials, :f32) |> Nx.reshape({1, 1, 4}))
   end
 
+  # A call's result as bits, or the exception it raised (kind and message), to compare a
+  # compiled function's outcome with the BinaryBackend's.
+  defp outcome(fun) do
+    {:ok, fun.() |> Nx.to_binary()}
+  rescue
+    e -> {:raised, e.__struct__, Exception.message(e)}
+  end
+
   defp census_delta(fun) do
     before = Nx.Vulkan.compiler_census()
     result = fun.()
@@ -1231,14 +1239,6 @@ defmodule Nx.Vulkan.CompilerTest do
       divide = Nx.Defn.jit(&Fns.countdown_divide/3, compiler: Nx.Vulkan)
       in_condition = Nx.Defn.jit(&Fns.divide_in_condition/2, compiler: Nx.Vulkan)
 
-      outcome = fn fun ->
-        try do
-          {:ok, fun.() |> Nx.to_binary()}
-        rescue
-          e -> {:raised, e.__struct__, Exception.message(e)}
-        end
-      end
-
       host = &Nx.backend_copy(&1, Nx.BinaryBackend)
 
       {_, delta} =
@@ -1249,14 +1249,14 @@ defmodule Nx.Vulkan.CompilerTest do
             # No zero divisor; one in the last iteration; one mid-way, the loop going on past it
             # (the first failure is the one reported); a negative divisor.
             for {d, n} <- [{5, 3}, {5, 5}, {5, 6}, {5, 40}, {-3, 2}] do
-              expected = outcome.(fn -> Fns.countdown_divide(host.(x), d, n) end)
-              assert outcome.(fn -> divide.(x, d, n) end) == expected
+              expected = outcome(fn -> Fns.countdown_divide(host.(x), d, n) end)
+              assert outcome(fn -> divide.(x, d, n) end) == expected
             end
 
             # The condition's check, at its last (false) evaluation too.
             for n <- [1, 50, 0, -5] do
-              expected = outcome.(fn -> Fns.divide_in_condition(host.(x), n) end)
-              assert outcome.(fn -> in_condition.(x, n) end) == expected
+              expected = outcome(fn -> Fns.divide_in_condition(host.(x), n) end)
+              assert outcome(fn -> in_condition.(x, n) end) == expected
             end
           end
         end)
@@ -1264,7 +1264,7 @@ defmodule Nx.Vulkan.CompilerTest do
       assert delta.evaluator == %{}
 
       assert {:raised, ArithmeticError, "integer quotient by zero" <> _} =
-               outcome.(fn -> divide.(x, 5, 6) end)
+               outcome(fn -> divide.(x, 5, 6) end)
 
       # A failed run's outputs keep raising; a clean run after it is unaffected.
       failed = divide.(x, 5, 6)
@@ -1276,14 +1276,14 @@ defmodule Nx.Vulkan.CompilerTest do
       # Concurrent callers of one compiled loop: each run's outputs carry its own checks.
       runs =
         [{5, 3}, {5, 6}, {5, 2}, {2, 4}, {7, 7}, {7, 9}, {-1, 3}, {3, 3}]
-        |> Task.async_stream(fn {d, n} -> {{d, n}, outcome.(fn -> divide.(x, d, n) end)} end,
+        |> Task.async_stream(fn {d, n} -> {{d, n}, outcome(fn -> divide.(x, d, n) end)} end,
           max_concurrency: 8,
           timeout: :infinity
         )
         |> Enum.map(fn {:ok, r} -> r end)
 
       for {{d, n}, got} <- runs do
-        assert got == outcome.(fn -> Fns.countdown_divide(host.(x), d, n) end)
+        assert got == outcome(fn -> Fns.countdown_divide(host.(x), d, n) end)
       end
 
       assert [%{kernels: kernels}] =
@@ -1296,14 +1296,6 @@ defmodule Nx.Vulkan.CompilerTest do
       x = Nx.tensor([1000, -2000, 3000])
       nested = Nx.Defn.jit(&Fns.nested_divide/3, compiler: Nx.Vulkan)
 
-      outcome = fn fun ->
-        try do
-          {:ok, fun.() |> Nx.to_binary()}
-        rescue
-          e -> {:raised, e.__struct__, Exception.message(e)}
-        end
-      end
-
       host = &Nx.backend_copy(&1, Nx.BinaryBackend)
 
       {_, delta} =
@@ -1315,16 +1307,16 @@ defmodule Nx.Vulkan.CompilerTest do
             # last outer iteration, at the inner loop's first run; the outer body's check; no
             # iteration at all.
             for {n, k} <- [{2, 2}, {4, 0}, {4, 2}, {5, 4}, {3, 1}, {7, 9}, {0, 0}] do
-              expected = outcome.(fn -> Fns.nested_divide(host.(x), n, k) end)
-              assert outcome.(fn -> nested.(x, n, k) end) == expected, "n = #{n}, k = #{k}"
+              expected = outcome(fn -> Fns.nested_divide(host.(x), n, k) end)
+              assert outcome(fn -> nested.(x, n, k) end) == expected, "n = #{n}, k = #{k}"
             end
           end
         end)
 
       assert delta.evaluator == %{}
 
-      assert {:raised, ArithmeticError, _} = outcome.(fn -> nested.(x, 4, 2) end)
-      assert {:ok, _} = outcome.(fn -> nested.(x, 4, 0) end)
+      assert {:raised, ArithmeticError, _} = outcome(fn -> nested.(x, 4, 2) end)
+      assert {:ok, _} = outcome(fn -> nested.(x, 4, 0) end)
 
       assert [%{kernels: kernels}] = Nx.Vulkan.program_info(&Fns.nested_divide/3, [x, 4, 2]).loops
       assert "device_loop" in kernels and "loop_check" in kernels

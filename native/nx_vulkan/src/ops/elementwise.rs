@@ -112,8 +112,8 @@ fn binary_op(
         ),
         Err(_) => {
             let (code, name) = COMPARE_OPS.code(env, op)?;
-            let all: Vec<u32> = (0..COMPARE_OPS.names.len() as u32).collect();
-            (kernel_for(Family::Compare, dtype, code, name, &all, &all)?, code, 1)
+            // Every dtype has every comparison (no list built on this path).
+            (kernel_for(Family::Compare, dtype, code, name, &[code], &[code])?, code, 1)
         }
     };
     broadcast_dispatch(kernel, code, dtype.bytes(), out_bytes, (&a, &a_shape), (&b, &b_shape), &out_shape)
