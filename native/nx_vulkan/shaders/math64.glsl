@@ -490,14 +490,29 @@ double tanh64(double x) {
 
 double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
 
+// 1 / d for d in [1, 2] within ~1.5 units of the last place, with no division: GLSL's f64
+// division is a long subroutine on GPUs (on the H200 sigmoid's short path spent more on its one
+// division than on its exp). A linear seed (relative error at most 1/17) and four Newton steps,
+// each squaring the error (2^-4.09 -> 2^-8.2 -> 2^-16.4 -> 2^-32.7 -> below 2^-65); the last
+// step's residual is what rounding leaves (~1 unit with a fused multiply-add, ~1.5 without: GLSL's
+// fma need not be fused, and the short path needs no more).
+double recip_1_2(double d) {
+  double r = 1.4117647058823529lf - 0.47058823529411764lf * d;  // 24/17 - 8/17 d
+  for (int i = 0; i < 4; ++i) r = fma(r, fma(-d, r, 1.0lf), r);
+  return r;
+}
+
 // sigmoid64's short value as an f32 or f16 op needs it (see exp64_short_checked), and whether
-// sigmoid64 must replace it: exp within ~1 unit, one addition and one division (Vulkan allows
-// f64 division 2.5 units) keep the short value within ~5 units. Above 40, exp(-x) < 2^-57 and
-// sigmoid64 gives 1 exactly.
+// sigmoid64 must replace it. With t = exp(-|x|) in (0, 1] and s = 1 / (1 + t), sigmoid(x) is s
+// for x >= 0 and t s for x < 0: exp within ~1 unit, the sum, a reciprocal within ~1.5 units and
+// the product keep the short value within ~5 units (the check allows 64). Above 40,
+// exp(-x) < 2^-57 and sigmoid64 gives 1 exactly; below -87 the result is not a normal f32.
 double sigmoid64_short_checked(double x, out bool full) {
   bool one = x > 40.0lf;
   bool in_range = x >= -87.0lf;
-  double y = 1.0lf / (1.0lf + exp64_short(in_range && !one ? -x : 0.0lf));
+  double t = exp64_short(in_range && !one ? -abs(x) : 0.0lf);
+  double s = recip_1_2(1.0lf + t);
+  double y = x < 0.0lf ? t * s : s;
   full = !one && (!in_range || near_f32_rounding_point(y));
   return one ? 1.0lf : y;
 }

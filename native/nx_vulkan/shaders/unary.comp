@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // y[i] = op(x[i]). Defines: T storage type, W compute type, IS_INT (+ IS_SIGNED, BITS) for
 // integers, PRECISE (f32 computed in f64 and rounded once) or IS_F64.
 // Bindings: 0 x (read), 1 y (write). Push: pc[0] = element count.
@@ -42,10 +43,18 @@ void main() {
     if (4u * j + 4u <= n) {
       // Short evaluations first (unary_ops.glsl), the full routine only where one is flagged.
       T4 v = x4[j], r;
-      bool full[4];
-      for (int q = 0; q < 4; ++q) r[q] = result(unary_apply_short(OP, W(v[q]), full[q]));
-      if (full[0] || full[1] || full[2] || full[3]) {
-        for (int q = 0; q < 4; ++q) if (full[q]) r[q] = RESULT(v[q]);
+      uint flagged = 0u;
+      for (int q = 0; q < 4; ++q) {
+        bool full;
+        r[q] = result(unary_apply_short(OP, W(v[q]), full));
+        flagged |= full ? 1u << q : 0u;
+      }
+      // One copy of the full routine, not four unrolled ones: the rare path's code and registers
+      // stay out of the common one.
+      [[dont_unroll]] while (flagged != 0u) {
+        int q = findLSB(flagged);
+        flagged &= flagged - 1u;
+        r[q] = RESULT(v[q]);
       }
       y4[j] = r;
     } else {
