@@ -43,18 +43,24 @@ void main() {
     if (4u * j + 4u <= n) {
       // Short evaluations first (unary_ops.glsl), the full routine only where one is flagged.
       T4 v = x4[j], r;
-      uint flagged = 0u;
-      for (int q = 0; q < 4; ++q) {
-        bool full;
-        r[q] = result(unary_apply_short(OP, W(v[q]), full));
-        flagged |= full ? 1u << q : 0u;
-      }
-      // One copy of the full routine, not four unrolled ones: the rare path's code and registers
-      // stay out of the common one.
-      [[dont_unroll]] while (flagged != 0u) {
-        int q = findLSB(flagged);
-        flagged &= flagged - 1u;
-        r[q] = RESULT(v[q]);
+      if (has_short_path(OP)) {
+        uint flagged = 0u;
+        for (int q = 0; q < 4; ++q) {
+          bool full;
+          r[q] = result(unary_apply_short(OP, W(v[q]), full));
+          flagged |= full ? 1u << q : 0u;
+        }
+        // One copy of the full routine, not four unrolled ones: the rare path's code and
+        // registers stay out of the common one.
+        [[dont_unroll]] while (flagged != 0u) {
+          int q = findLSB(flagged);
+          flagged &= flagged - 1u;
+          r[q] = RESULT(v[q]);
+        }
+      } else {
+        // (Every other op: the mask loop, though never entered, slowed lavapipe's simple
+        // kernels by ~30%.)
+        for (int q = 0; q < 4; ++q) r[q] = RESULT(v[q]);
       }
       y4[j] = r;
     } else {
