@@ -32,6 +32,17 @@ T result(W r) {
 }
 #define RESULT(v) result(apply(W(v)))
 
+// Whether unary_apply_short has a short evaluation for the op (it may flag elements). Here, not
+// in unary_ops.glsl: the compiler's merged kernels include that file once per compute type, and
+// a function without a W parameter would be defined twice there.
+bool has_short_path(uint op) {
+#if defined(MATH64) && defined(PRECISE)
+  return op == 6u || op == 13u;
+#else
+  return false;
+#endif
+}
+
 void main() {
   uint n = pc[0];
 #ifdef MATH64

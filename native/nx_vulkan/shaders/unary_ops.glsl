@@ -157,14 +157,6 @@ precise W unary_apply(uint op, W a) {
 // other op computes its value here and never sets `full`. A kernel that computes several
 // elements calls this for each, then unary_apply for the flagged ones only, so that the common
 // path stays straight-line code.
-bool has_short_path(uint op) {
-#if defined(MATH64) && defined(PRECISE)
-  return op == 6u || op == 13u;
-#else
-  return false;
-#endif
-}
-
 W unary_apply_short(uint op, W a, out bool full) {
   full = false;
 #if defined(MATH64) && defined(PRECISE)
