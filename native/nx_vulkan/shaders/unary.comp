@@ -43,33 +43,6 @@ bool has_short_path(uint op) {
 #endif
 }
 
-#if defined(MATH64) && defined(PRECISE) && defined(T4)
-// The short evaluation of an f32 element (T is float here) with its operand widened and its
-// value narrowed by the bits, not by conversion instructions (a quarter of the f64 rate on the
-// H200, a third of exp's short path). Widening is exact for normal values, infinities and NaNs
-// (which no short path takes) and gives zero for denormals (whose exp and sigmoid, 1 and 0.5,
-// lie on rounding points, so the full routine takes them). Narrowing rounds half up on the 29
-// dropped bits, which is round-to-nearest for what it is used on: a value the check left
-// unflagged is a normal f32 value's neighbour and at least 64 units from any tie.
-double widen_f32(float a) {
-  uint b = floatBitsToUint(a);
-  uint e = b & 0x7f800000u;
-  uint rebias = e == 0x7f800000u ? (0x7ffu - 0xffu) << 20 : (1023u - 127u) << 20;
-  uint hi = (b & 0x80000000u) | (((b & 0x7fffffffu) >> 3) + rebias);
-  return e == 0u ? packDouble2x32(uvec2(0u, b & 0x80000000u)) : packDouble2x32(uvec2(b << 29, hi));
-}
-
-float narrow_unflagged(double y) {
-  uvec2 w = unpackDouble2x32(y);
-  uint magnitude = ((((w.y & 0x7fffffffu) - ((1023u - 127u) << 20)) << 3) | (w.x >> 29)) + ((w.x >> 28) & 1u);
-  return uintBitsToFloat((w.y & 0x80000000u) | magnitude);
-}
-
-float short_f32(uint op, float a, out bool full) {
-  return narrow_unflagged(unary_apply_short(op, widen_f32(a), full));
-}
-#endif
-
 void main() {
   uint n = pc[0];
 #ifdef MATH64
@@ -85,11 +58,7 @@ void main() {
         uint flagged = 0u;
         for (int q = 0; q < 4; ++q) {
           bool full;
-#if defined(MATH64) && defined(PRECISE)
-          r[q] = short_f32(OP, v[q], full);
-#else
           r[q] = result(unary_apply_short(OP, W(v[q]), full));
-#endif
           flagged |= full ? 1u << q : 0u;
         }
         // One copy of the full routine, not four unrolled ones: the rare path's code and
