@@ -70,7 +70,9 @@ defmodule Nx.Vulkan do
     * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
       (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:program` (a compiled program's replay, submitted once
-      recorded), or the flush reason that submitted it).
+      recorded), `:gpu_timing` (a batch opened before `set_gpu_timing/1` changed the setting,
+      submitted so that the next commands are timed as asked), or the flush reason that
+      submitted it).
     * `[:nx_vulkan, :flush]` - a flush finished: the caller waited `duration_us` for `commands`
       commands. Metadata: `reason` (`:download`, `:explicit`, `:fallback`, `:value_read_by_op`,
       `:defn_control`, `:reclaim` (an allocation over the budget), `:backpressure` (a producer

@@ -1079,6 +1079,15 @@ impl Recorder {
     }
 
     fn record(&mut self, queued: Queued) -> Result<()> {
+        // `Nx.Vulkan.set_gpu_timing/1` applies from the next command recorded: a batch opened
+        // under another setting goes to the GPU first (else commands queued after timing was
+        // turned on could land untimed in a batch opened before).
+        if let Some(batch) = &self.open {
+            let wanted = GPU_TIMING.load(Ordering::Relaxed).then(|| GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed));
+            if batch.timestamps.as_ref().map(|_| batch.per_command) != wanted {
+                self.submit(false, "gpu_timing")?;
+            }
+        }
         let started = Instant::now();
         // A loop submits and waits mid-way: its time is not recording time.
         let mut waited = Duration::ZERO;
