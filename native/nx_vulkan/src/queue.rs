@@ -178,9 +178,9 @@ struct Queued {
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        let q = queue_at(self.device);
-        q.queued_commands.fetch_sub(1, Ordering::AcqRel);
-        q.queued_bytes.fetch_sub(self.bytes, Ordering::AcqRel);
+        let retired = &queue_at(self.device).retired;
+        retired.commands.fetch_add(1, Ordering::Release);
+        retired.bytes.fetch_add(self.bytes, Ordering::Release);
     }
 }
 /// The pending queue's bound (`Nx.Vulkan.set_pending_limits/1`, `NXV_PENDING_COMMANDS`,
@@ -192,7 +192,12 @@ pub static MAX_QUEUED_BYTES: AtomicU64 = AtomicU64::new(u64::MAX);
 /// The current device's queued commands and the bytes they write.
 pub fn queued() -> (usize, u64) {
     let q = queue();
-    (q.queued_commands.load(Ordering::Acquire), q.queued_bytes.load(Ordering::Acquire))
+    // Retired first: a command is counted as sent before it can be retired, so the sent counts
+    // read after it are at least as large.
+    let (retired_commands, retired_bytes) =
+        (q.retired.commands.load(Ordering::Acquire), q.retired.bytes.load(Ordering::Acquire));
+    let (sent_commands, sent_bytes) = (q.sent.commands.load(Ordering::Acquire), q.sent.bytes.load(Ordering::Acquire));
+    (sent_commands.saturating_sub(retired_commands), sent_bytes.saturating_sub(retired_bytes))
 }
 
 /// Whether the queue is past its bound (a producer should wait in `throttle`).
@@ -395,18 +400,32 @@ impl Stats {
 struct DeviceQueue {
     pending: Sender<Queued>,
     control: Sender<Control>,
-    /// Commands recorded and not yet retired (pending, in the open command buffer, or in
-    /// flight), and the bytes they write. Every op's caller and the GPU thread both write these
-    /// (and pending_count): each sits on a cache line of its own, so that a write to one does not
-    /// take the line of the settings every op reads (BATCH_MAX, the bounds) or of the others
-    /// away from the other core.
-    queued_commands: CachePadded<AtomicUsize>,
-    queued_bytes: CachePadded<AtomicU64>,
-    /// Commands pushed and not yet taken by the GPU thread.
-    pending_count: CachePadded<AtomicUsize>,
+    /// Commands (and the bytes they write) queued since start, and retired since start: what
+    /// is queued now (pending, in the open command buffer or in flight) is the difference.
+    /// Callers write only `sent` and the GPU thread only `retired`, each on a cache line of its
+    /// own, so an op's counting takes no line from the GPU thread's core (with a counter both
+    /// wrote, every op moved it between the two cores).
+    sent: CachePadded<Sent>,
+    retired: CachePadded<Retired>,
     /// Set while a Drain is on its way, so a burst of commands wakes the thread once.
-    drain_requested: AtomicBool,
+    drain_requested: CachePadded<AtomicBool>,
     stats: Stats,
+}
+
+/// The callers' counters (see DeviceQueue).
+#[derive(Default)]
+struct Sent {
+    commands: AtomicUsize,
+    bytes: AtomicU64,
+    /// `commands` when a caller last asked the GPU thread to record ahead.
+    drain_asked_at: AtomicUsize,
+}
+
+/// The GPU thread's counters (see DeviceQueue).
+#[derive(Default)]
+struct Retired {
+    commands: AtomicUsize,
+    bytes: AtomicU64,
 }
 
 static QUEUES: [OnceCell<DeviceQueue>; MAX_DEVICES] = [const { OnceCell::new() }; MAX_DEVICES];
@@ -433,10 +452,9 @@ fn queue_at(device: usize) -> &'static DeviceQueue {
         DeviceQueue {
             pending: pending_tx,
             control: control_tx,
-            queued_commands: CachePadded::new(AtomicUsize::new(0)),
-            queued_bytes: CachePadded::new(AtomicU64::new(0)),
-            pending_count: CachePadded::new(AtomicUsize::new(0)),
-            drain_requested: AtomicBool::new(false),
+            sent: CachePadded::default(),
+            retired: CachePadded::default(),
+            drain_requested: CachePadded::new(AtomicBool::new(false)),
             stats: Stats::new(),
         }
     })
@@ -451,18 +469,28 @@ fn stopped() -> Error {
     Error::Vulkan("the GPU thread has stopped".into())
 }
 
-/// Queues a command; returns at once (wakes the GPU thread every RECORD_AHEAD commands, or at
-/// the cap if that is smaller).
+/// Queues a command; returns at once. The GPU thread is asked to record what is pending every
+/// RECORD_AHEAD commands (or at the cap if that is smaller), and at once for a command the GPU
+/// should start early: a compiled program or device loop (NXV_SUBMIT_PROGRAMS), or one that
+/// writes an eighth of NXV_SUBMIT_BYTES or more (work-based submission). Nothing else wakes it:
+/// a GPU thread that took each command as it arrived (as it did while polling) moved the
+/// queue's lines between its core and the caller's on every op.
 pub fn record(command: Command) -> Result<()> {
     let bytes = command.written_bytes();
+    let urgent = matches!(command, Command::Program(_) | Command::Loop(_)) || {
+        let heavy = SUBMIT_BYTES.load(Ordering::Relaxed);
+        heavy > 0 && bytes >= heavy / RECORD_AHEAD as u64
+    };
     let device = current();
     let q = queue_at(device);
-    q.queued_commands.fetch_add(1, Ordering::AcqRel);
-    q.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
+    let sent = q.sent.commands.fetch_add(1, Ordering::Relaxed) + 1;
+    q.sent.bytes.fetch_add(bytes, Ordering::Relaxed);
     q.pending.send(Queued { command, bytes, device }).map_err(|_| stopped())?;
-    let pending = q.pending_count.fetch_add(1, Ordering::AcqRel) + 1;
-    if pending >= batch_max().min(RECORD_AHEAD) && !q.drain_requested.swap(true, Ordering::AcqRel) {
-        q.control.send(Control::Drain).map_err(|_| stopped())?;
+    if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(RECORD_AHEAD) {
+        q.sent.drain_asked_at.store(sent, Ordering::Relaxed);
+        if !q.drain_requested.swap(true, Ordering::AcqRel) {
+            q.control.send(Control::Drain).map_err(|_| stopped())?;
+        }
     }
     Ok(())
 }
@@ -495,7 +523,7 @@ pub fn throttle() -> Result<()> {
 
 fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
-    while let Some(message) = next_message(&control, &pending, &mut recorder) {
+    while let Some(message) = next_message(&control, &mut recorder) {
         let _inside = crate::exit_guard::enter();
         match message {
             Control::Drain => recorder.drain(&pending),
@@ -542,21 +570,17 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
 /// budget first (see SPIN_US), recording commands as they are queued meanwhile (what a Drain
 /// would do later: results do not change, only when their recording happens), so neither the
 /// next flush nor a compiled program's replay waits for the thread to wake.
-fn next_message(control: &Receiver<Control>, pending: &Receiver<Queued>, recorder: &mut Recorder) -> Option<Control> {
+fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<Control> {
     let spin = spin_budget();
     if !spin.is_zero() {
-        let mut until = Instant::now() + spin;
+        let until = Instant::now() + spin;
         loop {
             match control.try_recv() {
                 Ok(message) => return Some(message),
                 Err(TryRecvError::Disconnected) => return None,
                 Err(TryRecvError::Empty) => {}
             }
-            if !pending.is_empty() {
-                let _inside = crate::exit_guard::enter();
-                recorder.drain(pending);
-                until = Instant::now() + spin;
-            } else if Instant::now() > until {
+            if Instant::now() > until {
                 break;
             } else {
                 // A heavy batch waiting for room on the GPU goes as soon as there is some.
@@ -1001,9 +1025,10 @@ impl Recorder {
     /// Records every pending command into the open command buffer, submitting it (and waiting)
     /// each time it reaches the cap.
     fn drain(&mut self, pending: &Receiver<Queued>) {
-        queue().drain_requested.store(false, Ordering::Release);
+        // A swap, not a store: it reads the latest request, so every command sent before a
+        // caller found the flag set is received below.
+        queue().drain_requested.swap(false, Ordering::AcqRel);
         while let Ok(command) = pending.try_recv() {
-            queue().pending_count.fetch_sub(1, Ordering::AcqRel);
             let program = matches!(command.command, Command::Program(_));
             self.guarded(|r| r.record(command));
             let full = self.open.as_ref().is_some_and(|b| {
