@@ -342,6 +342,12 @@ pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 /// serialise the dispatches they sit between: the per-batch mode measures without that.
 pub static GPU_TIMING_PER_COMMAND: AtomicBool = AtomicBool::new(true);
 
+/// The timestamps a command buffer opened now gets: None (timing off), or whether one follows
+/// every command (read once, so a batch and the check against it agree).
+fn timing_mode() -> Option<bool> {
+    GPU_TIMING.load(Ordering::Relaxed).then(|| GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed))
+}
+
 /// Whether GPU timestamps separate every command (`Nx.Vulkan.set_gpu_timing(true)`).
 pub fn timing_per_command() -> bool {
     GPU_TIMING.load(Ordering::Relaxed) && GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed)
@@ -566,10 +572,10 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
     }
 }
 
-/// The GPU thread's next message (None once the queue is gone). It polls for up to the spin
-/// budget first (see SPIN_US), recording commands as they are queued meanwhile (what a Drain
-/// would do later: results do not change, only when their recording happens), so neither the
-/// next flush nor a compiled program's replay waits for the thread to wake.
+/// The GPU thread's next message (None once the queue is gone). It polls the control channel for
+/// up to the spin budget first (see SPIN_US), so neither the next flush nor a requested drain (a
+/// compiled program's replay among them, see `record`) waits for the thread to wake; it leaves
+/// the pending channel alone until asked, so callers' pushes stay on their own core.
 fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<Control> {
     let spin = spin_budget();
     if !spin.is_zero() {
@@ -1070,7 +1076,8 @@ impl Recorder {
     fn begin(&mut self) -> Result<OpenBatch> {
         let started = Instant::now();
         let mut cb = command_buffer(CommandBufferLevel::Primary, CommandBufferUsage::OneTimeSubmit, None)?;
-        let timestamps = if GPU_TIMING.load(Ordering::Relaxed) {
+        let mode = timing_mode();
+        let timestamps = if mode.is_some() {
             let pool = self.timestamp_pool()?;
             unsafe {
                 cb.reset_query_pool_unchecked(&pool, 0..TIMED_COMMANDS as u32 + 1);
@@ -1088,7 +1095,7 @@ impl Recorder {
             commands: Vec::with_capacity(batch_max().min(1024)),
             hazards: Hazards::default(),
             timestamps,
-            per_command: GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed),
+            per_command: mode.unwrap_or(false),
             recording_ns: started.elapsed().as_nanos() as u64,
             written_bytes: 0,
             bound_pipeline: vk::Pipeline::null(),
@@ -1108,8 +1115,7 @@ impl Recorder {
         // under another setting goes to the GPU first (else commands queued after timing was
         // turned on could land untimed in a batch opened before).
         if let Some(batch) = &self.open {
-            let wanted = GPU_TIMING.load(Ordering::Relaxed).then(|| GPU_TIMING_PER_COMMAND.load(Ordering::Relaxed));
-            if batch.timestamps.as_ref().map(|_| batch.per_command) != wanted {
+            if batch.timestamps.as_ref().map(|_| batch.per_command) != timing_mode() {
                 self.submit(false, "gpu_timing")?;
             }
         }
