@@ -23,7 +23,7 @@
 use crate::context::ctx;
 use crate::error::{Error, Result};
 use crate::pipeline_disk_cache;
-use crate::pipelines::{self, Pipeline};
+use crate::pipelines::{self, PipelineRef};
 use crate::policy::env_switch;
 use crate::queue::{handle, Command, Dispatch, PUSH_WORDS};
 use dashmap::DashMap;
@@ -32,7 +32,6 @@ use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use vulkano::buffer::Subbuffer;
 use vulkano::shader::{ShaderModule, ShaderModuleCreateInfo};
 
@@ -49,7 +48,7 @@ const MAX_INPUTS: usize = 8;
 const MAX_OPS: usize = 32;
 const MAX_OUTPUTS: usize = 4;
 
-static KERNELS: Lazy<DashMap<(usize, String, u32), Arc<Pipeline>>> = Lazy::new(DashMap::new);
+static KERNELS: Lazy<DashMap<(usize, String, u32), PipelineRef>> = Lazy::new(DashMap::new);
 
 /// The compute type of an op's arithmetic, from its kernel: f64 for the precise f32 kernels
 /// (shaders.rs's F32P: f32 math in f64, rounded once; the default on lavapipe and the H200), f32
@@ -269,7 +268,7 @@ struct Elementwise {
     /// The type its arithmetic computes in (`kind`).
     compute: Option<Compute>,
     /// A GEMM's kernel and workgroups (its push constants are `push`).
-    gemm: Option<(Arc<Pipeline>, [u32; 3])>,
+    gemm: Option<(PipelineRef, [u32; 3])>,
     /// A CopyStarts' tensor starts: (buffer, type code, largest start, stride it moves by), as
     /// copy.comp's push constants give them; its output's access (a put_slice's scatter).
     starts: SmallVec<[Start; 4]>,
@@ -347,7 +346,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
             return None;
         }
         let operands = SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Gemm), (d.bindings[1].clone(), Access::Gemm)]);
-        let gemm = Some((d.pipeline.clone(), d.groups));
+        let gemm = Some((d.pipeline, d.groups));
         return Some(Elementwise {
             kind: Kind::Gemm,
             op: d.pipeline.op(),
@@ -1517,7 +1516,7 @@ const INCLUDES: &str = "#include \"common.glsl\"\n#ifdef MATH64\n#include \"math
 /// each part computes exactly as its own kernel.
 fn gemm_command(
     run: &[&Elementwise],
-    gemm: &Arc<Pipeline>,
+    gemm: PipelineRef,
     groups: [u32; 3],
     defines: &str,
     bindings: Bindings,
@@ -1576,7 +1575,7 @@ fn index(access: &Access, at: &str) -> String {
 
 /// The pipeline of generated kernel `name` with specialization constant 0 set to `op`, compiled
 /// once per source and device.
-pub(crate) fn kernel(name: &'static str, source: &str, op: u32) -> Result<Arc<Pipeline>> {
+pub(crate) fn kernel(name: &'static str, source: &str, op: u32) -> Result<PipelineRef> {
     let key = (crate::context::current(), source.to_string(), op);
     if let Some(p) = KERNELS.get(&key) {
         return Ok(p.clone());
@@ -1585,7 +1584,7 @@ pub(crate) fn kernel(name: &'static str, source: &str, op: u32) -> Result<Arc<Pi
     let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }
         .map_err(|e| Error::vulkan("loading a fused kernel", e))?;
     let pipeline = pipelines::runtime_pipeline(name, module, op);
-    KERNELS.insert(key, pipeline.clone());
+    KERNELS.insert(key, pipeline);
     Ok(pipeline)
 }
 

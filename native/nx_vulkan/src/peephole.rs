@@ -104,7 +104,7 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
                 Err(_) => continue,
             }
         } else {
-            gemm.pipeline.clone()
+            gemm.pipeline
         };
         let mut bindings = gemm.bindings.clone();
         bindings.swap(0, 1);

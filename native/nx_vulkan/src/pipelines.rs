@@ -65,6 +65,12 @@ pub struct Pipeline {
     created: OnceCell<Result<Arc<ComputePipeline>>>,
 }
 
+/// A pipeline slot is never freed (a few hundred per device at most; `forget_pipelines`, for
+/// tests, leaves the old ones behind), so commands refer to it by a plain reference: a shared
+/// reference count, raised by the caller and dropped by the GPU thread after the fence, moved a
+/// cache line between their cores on every op.
+pub type PipelineRef = &'static Pipeline;
+
 impl Pipeline {
     /// Specialization constant 0 (the op code of an op family's kernel).
     pub fn op(&self) -> u32 {
@@ -77,7 +83,7 @@ impl Pipeline {
     }
 
     /// The same kernel's pipeline slot with specialization constant 0 set to `op`.
-    pub fn with_op(&self, op: u32) -> Result<Arc<Pipeline>> {
+    pub fn with_op(&self, op: u32) -> Result<PipelineRef> {
         pipeline_on(self.device, self.kernel, op)
     }
 
@@ -143,7 +149,7 @@ impl Pipeline {
 }
 
 /// Looked up by every op (foldhash: SipHash measured a visible share of an eager op's host time).
-static PIPELINE_CACHE: Lazy<DashMap<Key, Arc<Pipeline>, foldhash::fast::RandomState>> =
+static PIPELINE_CACHE: Lazy<DashMap<Key, PipelineRef, foldhash::fast::RandomState>> =
     Lazy::new(|| DashMap::with_hasher(Default::default()));
 /// Shader modules by kernel and device, shared by its specializations.
 static MODULES: Lazy<DashMap<(usize, usize, usize), Result<Arc<ShaderModule>>>> = Lazy::new(DashMap::new);
@@ -169,9 +175,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 struct Local {
     hit_slot: usize,
     generation: u64,
-    /// Never dropped: a scheduler thread may end after the device is gone (at exit), and a
-    /// pipeline must not be destroyed then; the shared map holds them all anyway.
-    pipelines: std::mem::ManuallyDrop<foldhash::HashMap<Key, Arc<Pipeline>>>,
+    pipelines: foldhash::HashMap<Key, PipelineRef>,
 }
 
 thread_local! {
@@ -189,11 +193,11 @@ fn count_hit(slot: usize) {
 
 /// The pipeline slot for `kernel` with specialization constant 0 set to `op` (kernels without one
 /// ignore it). Never creates the pipeline (see the module doc): safe on a normal scheduler.
-pub fn pipeline(kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
+pub fn pipeline(kernel: Kernel, op: u32) -> Result<PipelineRef> {
     pipeline_on(current(), kernel, op)
 }
 
-fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> {
+fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<PipelineRef> {
     let key = (kernel.name.as_ptr() as usize, kernel.name.len(), op, device);
     let generation = GENERATION.load(Ordering::Acquire);
     let local = LOCAL.with(|l| {
@@ -202,7 +206,7 @@ fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> 
             l.pipelines.clear();
             l.generation = generation;
         }
-        let found = l.pipelines.get(&key).cloned();
+        let found = l.pipelines.get(&key).copied();
         if found.is_some() {
             count_hit(l.hit_slot);
         }
@@ -211,12 +215,12 @@ fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> 
     if let Some(p) = local {
         return Ok(p);
     }
-    if let Some(p) = PIPELINE_CACHE.get(&key).map(|p| p.clone()) {
+    if let Some(p) = PIPELINE_CACHE.get(&key).map(|p| *p) {
         LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             count_hit(l.hit_slot);
             if l.generation == generation {
-                l.pipelines.insert(key, p.clone());
+                l.pipelines.insert(key, p);
             }
         });
         return Ok(p);
@@ -227,31 +231,32 @@ fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<Arc<Pipeline>> 
     } else {
         1
     };
-    let slot = Arc::new(Pipeline {
+    let slot: PipelineRef = Box::leak(Box::new(Pipeline {
         kernel,
         op,
         device,
         module,
         per_invocation,
         created: OnceCell::new(),
-    });
-    let slot = PIPELINE_CACHE.entry(key).or_insert(slot).clone();
+    }));
+    let slot = *PIPELINE_CACHE.entry(key).or_insert(slot);
     // A builder starts on it now, so it is usually ready by the time the GPU thread records it.
-    let _ = BUILDERS.send(slot.clone());
+    let _ = BUILDERS.send(slot);
     Ok(slot)
 }
 
 /// The pipeline of a shader compiled at run time (the compiler's fused kernels, fuse.rs), created
 /// by the builder threads (or at first use) as every other one.
-pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>, op: u32) -> Arc<Pipeline> {
+pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>, op: u32) -> PipelineRef {
     fn compiled_at_run_time(_: Arc<Device>) -> std::result::Result<Arc<ShaderModule>, Validated<VulkanError>> {
         Err(Validated::Error(VulkanError::InitializationFailed))
     }
     let per_invocation =
         if module.specialization_constants().contains_key(&2) { crate::policy::elements_per_invocation() } else { 1 };
     let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false, source: "", defines: &[] };
-    let slot = Arc::new(Pipeline { kernel, op, device: current(), module, per_invocation, created: OnceCell::new() });
-    let _ = BUILDERS.send(slot.clone());
+    let slot: PipelineRef =
+        Box::leak(Box::new(Pipeline { kernel, op, device: current(), module, per_invocation, created: OnceCell::new() }));
+    let _ = BUILDERS.send(slot);
     slot
 }
 
@@ -295,8 +300,8 @@ pub fn preload_modules(device: usize) {
 /// Threads that create queued pipelines: half the cores (at least one, at most four;
 /// `NXV_PIPELINE_BUILDERS` sets the count, 1 to 64), so a burst of first uses compiles in
 /// parallel without taking every core from the BEAM.
-static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
-    let (tx, rx) = unbounded::<Arc<Pipeline>>();
+static BUILDERS: Lazy<Sender<PipelineRef>> = Lazy::new(|| {
+    let (tx, rx) = unbounded::<PipelineRef>();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let builders = std::env::var("NXV_PIPELINE_BUILDERS")
         .ok()
@@ -328,7 +333,7 @@ static BUILDERS: Lazy<Sender<Arc<Pipeline>>> = Lazy::new(|| {
 });
 
 /// Forgets every pipeline, so the next use of each variant creates it again: for tests and
-/// benchmarks of first uses (queued commands keep the pipelines they use alive).
+/// benchmarks of first uses (the old slots stay allocated: queued commands may still use them).
 #[rustler::nif]
 fn forget_pipelines() -> rustler::Atom {
     PIPELINE_CACHE.clear();

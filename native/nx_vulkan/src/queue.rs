@@ -48,7 +48,7 @@ pub struct Dispatch {
     /// The kernel's name (shaders.rs), for the per-kernel GPU times of `kernel_times`.
     pub name: &'static str,
     /// Possibly not created yet: the GPU thread waits for it when recording (pipelines.rs).
-    pub pipeline: Arc<crate::pipelines::Pipeline>,
+    pub pipeline: crate::pipelines::PipelineRef,
     /// Storage buffers in binding order (set 0, bindings 0..n).
     pub bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
     pub push: [u32; PUSH_WORDS],
@@ -1002,7 +1002,7 @@ pub fn copy_commands(
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).0.clone()));
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).1.clone()));
         let groups = crate::ops::elementwise_groups(units);
-        emit(Command::Dispatch(Dispatch { name, pipeline: pipeline.clone(), bindings, push, groups, writes: COPY_PAIRS }))?;
+        emit(Command::Dispatch(Dispatch { name, pipeline, bindings, push, groups, writes: COPY_PAIRS }))?;
     }
     Ok(())
 }

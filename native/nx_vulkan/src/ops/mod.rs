@@ -282,7 +282,7 @@ pub fn dispatch_units(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Pu
 
 fn record(
     name: &'static str,
-    pipeline: std::sync::Arc<crate::pipelines::Pipeline>,
+    pipeline: crate::pipelines::PipelineRef,
     bindings: &[&BufferRef],
     push: Push,
     groups: [u32; 3],
