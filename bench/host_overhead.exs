@@ -47,6 +47,8 @@ ops = [
   {"Nx.add (no backend)", fn -> Nx.add(null, null) end},
   {"Nx.exp (no backend)", fn -> Nx.exp(null) end},
   {"Nx.add (backend)", fn -> Nx.add(a, b) end},
+  # The backend's callback without Nx's front end: what our Elixir side adds to the NIF.
+  {"Backend.add", fn -> Nx.Vulkan.Backend.add(a, a, b) end},
   {"Nx.exp (backend)", fn -> Nx.exp(a) end},
   {"binary_op NIF", fn -> Nx.Vulkan.Native.binary_op(:add, {:f, 32}, ref, [4], ref, [4], [4]) end},
   {"unary_op NIF", fn -> Nx.Vulkan.Native.unary_op(:exp, {:f, 32}, ref, 4) end}
