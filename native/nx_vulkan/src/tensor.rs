@@ -9,7 +9,6 @@ use rustler::{Binary, Env, NewBinary, ResourceArc};
 use once_cell::sync::Lazy;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use crate::memory;
 use vulkano::buffer::{AllocateBufferError, Buffer, BufferCreateInfo, BufferUsage, Subbuffer};
 use vulkano::Validated;
@@ -34,8 +33,8 @@ pub struct DeviceBuffer {
     /// What `fill` wrote (element bytes, count, bits), for a tensor it made: such a constant can
     /// be made again on another device (ops/layout.rs refill).
     pub filled: std::sync::OnceLock<(u64, u64, u64)>,
-    /// When its buffer was allocated (the pool's age limit).
-    born: Instant,
+    /// When its buffer was allocated (`pool_clock_ms`; the pool's age limit).
+    born: u64,
 }
 
 impl DeviceBuffer {
@@ -136,7 +135,7 @@ const POOL_MAX_BUFFER: u64 = 256 << 20;
 /// is a cache miss: the GPU thread had it last).
 pub(crate) struct Pooled {
     pub buffer: Subbuffer<[u8]>,
-    born: Instant,
+    born: u64,
 }
 
 impl std::ops::Deref for Pooled {
@@ -148,10 +147,9 @@ impl std::ops::Deref for Pooled {
 
 /// Free buffers by kind and size class (a slot per power of two from MIN_CLASS to
 /// POOL_MAX_BUFFER: an index, not a hash, on every op's path), each with when it came back
-/// (`None` while no idle limit is set: the clock is not read per op then, and the trimming thread
-/// stamps such entries when a limit appears).
+/// (`pool_clock_ms`).
 struct Pool {
-    free: [[Vec<(Pooled, Option<Instant>)>; CLASSES]; KINDS],
+    free: [[Vec<(Pooled, u64)>; CLASSES]; KINDS],
     bytes: u64,
 }
 
@@ -167,12 +165,12 @@ impl Default for Pool {
 
 impl Pool {
     /// The free list of `kind` and `class` (a poolable size: a power of two up to POOL_MAX_BUFFER).
-    fn slot(&mut self, kind: Kind, class: u64) -> &mut Vec<(Pooled, Option<Instant>)> {
+    fn slot(&mut self, kind: Kind, class: u64) -> &mut Vec<(Pooled, u64)> {
         &mut self.free[kind as usize][(class.max(MIN_CLASS).trailing_zeros() - MIN_CLASS.trailing_zeros()) as usize]
     }
 
     /// Every slot with the size class its buffers have.
-    fn slots(&mut self) -> impl Iterator<Item = (u64, &mut Vec<(Pooled, Option<Instant>)>)> {
+    fn slots(&mut self) -> impl Iterator<Item = (u64, &mut Vec<(Pooled, u64)>)> {
         self.free
             .iter_mut()
             .flat_map(|slots| slots.iter_mut().enumerate().map(|(i, list)| (MIN_CLASS << i, list)))
@@ -194,10 +192,28 @@ pub static POOL_IDLE_MS: AtomicU64 = AtomicU64::new(0);
 /// pooled ones as they pass it, so the pool renews what long-running work keeps cycling.
 pub static POOL_MAX_AGE_MS: AtomicU64 = AtomicU64::new(0);
 
-/// Whether a buffer allocated at `born` is past the age limit at `now`.
-fn past_age(born: Instant, now: Instant) -> bool {
+/// Whether a buffer allocated at `born` is past the age limit at `now` (`pool_clock_ms`).
+fn past_age(born: u64, now: u64) -> bool {
     let max_age = POOL_MAX_AGE_MS.load(Ordering::Relaxed);
-    max_age != 0 && now.saturating_duration_since(born) > std::time::Duration::from_millis(max_age)
+    max_age != 0 && now.saturating_sub(born) > max_age
+}
+
+/// The pool's clock in milliseconds: CLOCK_MONOTONIC_COARSE on Linux (a few ms of resolution,
+/// read from the vDSO's data page without the timestamp counter), which its age and idle limits
+/// need no more than. Every release reads it: the precise clock was ~5% of an eager op's caller
+/// time in perf (lavapipe host), with both limits on by default.
+#[cfg(target_os = "linux")]
+fn pool_clock_ms() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and a timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) };
+    now.tv_sec as u64 * 1000 + now.tv_nsec as u64 / 1_000_000
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pool_clock_ms() -> u64 {
+    static START: Lazy<std::time::Instant> = Lazy::new(std::time::Instant::now);
+    START.elapsed().as_millis() as u64
 }
 
 /// Starts the trimming thread on first use of the pool.
@@ -222,21 +238,18 @@ fn trim_idle_in(pool: &Mutex<Pool>) {
     if idle == 0 && POOL_MAX_AGE_MS.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let idle = (idle != 0).then(|| std::time::Duration::from_millis(idle));
     // Taken out under the lock, freed after it: freeing device memory can take a while, and
     // every allocation waits on this lock.
     let mut expired = Vec::new();
     if let Ok(mut pool) = pool.lock() {
-        let now = Instant::now();
+        let now = pool_clock_ms();
         let mut freed = 0;
         for (class, list) in pool.slots() {
             let (old, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(pooled, since)| {
-                let waited = since.map_or(std::time::Duration::ZERO, |since| now.saturating_duration_since(since));
-                idle.is_some_and(|idle| waited > idle) || past_age(pooled.born, now)
+                (idle != 0 && now.saturating_sub(*since) > idle) || past_age(pooled.born, now)
             });
             freed += old.len() as u64 * class;
-            // Entries pooled while no idle limit was set start waiting now.
-            *list = kept.into_iter().map(|(pooled, since)| (pooled, since.or(Some(now)))).collect();
+            *list = kept;
             expired.extend(old);
         }
         pool.bytes -= freed;
@@ -282,10 +295,8 @@ pub(crate) fn give_back(device: usize, kind: Kind, buffer: Pooled) {
     }
     let cap = pool_max_bytes();
     Lazy::force(&TRIMMER);
-    // The clock only where a limit needs it (a clock read was ~5% of an eager op's caller time).
-    let now = (POOL_IDLE_MS.load(Ordering::Relaxed) != 0 || POOL_MAX_AGE_MS.load(Ordering::Relaxed) != 0)
-        .then(Instant::now);
-    if now.is_some_and(|now| past_age(buffer.born, now)) {
+    let now = pool_clock_ms();
+    if past_age(buffer.born, now) {
         return;
     }
     if let Ok(mut pool) = POOLS[device].lock() {
@@ -343,7 +354,7 @@ pub(crate) fn raw_buffer(kind: Kind, bytes: u64) -> Result<Pooled> {
         return Ok(buffer);
     }
     POOL_MISSES[current()].fetch_add(1, Ordering::Relaxed);
-    Ok(Pooled { buffer: new_buffer(kind, bytes, size)?, born: Instant::now() })
+    Ok(Pooled { buffer: new_buffer(kind, bytes, size)?, born: pool_clock_ms() })
 }
 
 /// A new device buffer of `size` bytes (`bytes` asked for) for `kind`, past the budget only
