@@ -19,5 +19,12 @@ nproc | tee -a "$out/gpu.txt"
 # On a fresh host the first VM runs some kernels up to 2.6x slower for its whole life (the
 # NVIDIA driver's shader cache, ~/.cache/nvidia, is cold; README, Kernels beside PyTorch):
 # NXV_WARMUP=1 first runs the kernel table once and drops its output.
+# The driver's cache goes to a directory of our own, so a warm-up VM fills it whatever HOME is
+# on the host (a cache it cannot write leaves every VM cold); its size is printed at the end.
+export __GL_SHADER_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=${__GL_SHADER_DISK_CACHE_PATH:-/tmp/nxv_nvidia_cache}
+mkdir -p "$__GL_SHADER_DISK_CACHE_PATH"
 if [ "${NXV_WARMUP:-0}" = 1 ]; then elixir bench/kernels.exs > /dev/null 2>&1; fi
 "${@:-true}"
+status=$?
+echo "driver shader cache: $(du -sh "$__GL_SHADER_DISK_CACHE_PATH" 2>/dev/null | cut -f1) in $__GL_SHADER_DISK_CACHE_PATH; HOME=${HOME:-unset}"
+exit $status
