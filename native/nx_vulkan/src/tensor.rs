@@ -51,6 +51,11 @@ impl DeviceBuffer {
     /// so pending work is unaffected). False if already deallocated.
     fn release(&self) -> bool {
         let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
+        self.give_back(taken)
+    }
+
+    /// Returns a tensor's buffer (taken out of it) to the pool; false if there was none.
+    fn give_back(&self, taken: Option<Subbuffer<[u8]>>) -> bool {
         match taken {
             Some(buffer) => {
                 LIVE_BYTES[self.device].fetch_sub(buffer.size(), Ordering::Relaxed);
@@ -81,8 +86,10 @@ static PEAK_BYTES: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // The buffer goes back to the pool; pending or in-flight commands may still hold clones
-        // of it, and the pool hands it out again only once they are gone.
-        self.release();
+        // of it (the recorder orders its next tenant's commands after theirs: see `take`). No
+        // lock: nothing else holds the tensor now.
+        let taken = self.buffer.get_mut().ok().and_then(Option::take);
+        self.give_back(taken);
     }
 }
 
