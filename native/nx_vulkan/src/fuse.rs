@@ -1578,7 +1578,7 @@ fn index(access: &Access, at: &str) -> String {
 pub(crate) fn kernel(name: &'static str, source: &str, op: u32) -> Result<PipelineRef> {
     let key = (crate::context::current(), source.to_string(), op);
     if let Some(p) = KERNELS.get(&key) {
-        return Ok(p.clone());
+        return Ok(*p);
     }
     let words = spirv(source)?;
     let module = unsafe { ShaderModule::new(ctx()?.device.clone(), ShaderModuleCreateInfo::new(&words)) }

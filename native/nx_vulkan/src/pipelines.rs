@@ -65,10 +65,11 @@ pub struct Pipeline {
     created: OnceCell<Result<Arc<ComputePipeline>>>,
 }
 
-/// A pipeline slot is never freed (a few hundred per device at most; `forget_pipelines`, for
-/// tests, leaves the old ones behind), so commands refer to it by a plain reference: a shared
-/// reference count, raised by the caller and dropped by the GPU thread after the fence, moved a
-/// cache line between their cores on every op.
+/// A pipeline slot is never freed (one per kernel variant and device, and per fused kernel the
+/// compiler generates, each made once; `forget_pipelines`, for tests, leaves the old ones
+/// behind), so commands refer to it by a plain reference: a shared reference count, raised by
+/// the caller and dropped by the GPU thread after the fence, moved a cache line between their
+/// cores on every op.
 pub type PipelineRef = &'static Pipeline;
 
 impl Pipeline {

@@ -173,7 +173,7 @@ impl Default for Pool {
 impl Pool {
     /// The free list of `kind` and `class` (a poolable size: a power of two up to POOL_MAX_BUFFER).
     fn slot(&mut self, kind: Kind, class: u64) -> &mut Vec<(Pooled, u64)> {
-        &mut self.free[kind as usize][(class.max(MIN_CLASS).trailing_zeros() - MIN_CLASS.trailing_zeros()) as usize]
+        &mut self.free[kind as usize][(class.trailing_zeros() - MIN_CLASS.trailing_zeros()) as usize]
     }
 
     /// Every slot with the size class its buffers have.
@@ -186,7 +186,7 @@ impl Pool {
 
 /// Whether buffers of `size` bytes go back to the pool when released.
 fn poolable(size: u64) -> bool {
-    size <= POOL_MAX_BUFFER && size.is_power_of_two()
+    (MIN_CLASS..=POOL_MAX_BUFFER).contains(&size) && size.is_power_of_two()
 }
 
 /// How long a buffer may sit unused in the pool, in ms (0: forever; NXV_POOL_IDLE_MS): a
@@ -270,7 +270,7 @@ static POOL_HITS: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_D
 static POOL_MISSES: [AtomicU64; MAX_DEVICES] = [const { AtomicU64::new(0) }; MAX_DEVICES];
 
 fn size_class(bytes: u64) -> u64 {
-    bytes.max(256).next_power_of_two()
+    bytes.max(MIN_CLASS).next_power_of_two()
 }
 
 fn take(kind: Kind, class: u64) -> Option<Pooled> {
