@@ -232,18 +232,27 @@ fn pipeline_on(device: usize, kernel: Kernel, op: u32) -> Result<PipelineRef> {
     } else {
         1
     };
-    let slot: PipelineRef = Box::leak(Box::new(Pipeline {
-        kernel,
-        op,
-        device,
-        module,
-        per_invocation,
-        created: OnceCell::new(),
-    }));
-    let slot = *PIPELINE_CACHE.entry(key).or_insert(slot);
-    // A builder starts on it now, so it is usually ready by the time the GPU thread records it.
-    let _ = BUILDERS.send(slot);
+    // Made under the map's entry lock, so a thread that loses a race leaves no slot behind.
+    let mut made = false;
+    let slot = *PIPELINE_CACHE.entry(key).or_insert_with(|| {
+        made = true;
+        new_slot(Pipeline { kernel, op, device, module, per_invocation, created: OnceCell::new() })
+    });
+    if made {
+        build_soon(slot);
+    }
     Ok(slot)
+}
+
+/// A pipeline slot for the life of the VM (see PipelineRef).
+fn new_slot(pipeline: Pipeline) -> PipelineRef {
+    Box::leak(Box::new(pipeline))
+}
+
+/// Hands a new slot to the builders, so it is usually created by the time the GPU thread
+/// records it.
+fn build_soon(slot: PipelineRef) {
+    let _ = BUILDERS.send(slot);
 }
 
 /// The pipeline of a shader compiled at run time (the compiler's fused kernels, fuse.rs), created
@@ -255,9 +264,8 @@ pub fn runtime_pipeline(name: &'static str, module: Arc<ShaderModule>, op: u32) 
     let per_invocation =
         if module.specialization_constants().contains_key(&2) { crate::policy::elements_per_invocation() } else { 1 };
     let kernel = Kernel { name, load: compiled_at_run_time, vectorized: false, source: "", defines: &[] };
-    let slot: PipelineRef =
-        Box::leak(Box::new(Pipeline { kernel, op, device: current(), module, per_invocation, created: OnceCell::new() }));
-    let _ = BUILDERS.send(slot);
+    let slot = new_slot(Pipeline { kernel, op, device: current(), module, per_invocation, created: OnceCell::new() });
+    build_soon(slot);
     slot
 }
 

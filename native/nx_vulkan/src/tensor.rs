@@ -51,11 +51,11 @@ impl DeviceBuffer {
     /// so pending work is unaffected). False if already deallocated.
     fn release(&self) -> bool {
         let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
-        self.give_back(taken)
+        self.return_to_pool(taken)
     }
 
     /// Returns a tensor's buffer (taken out of it) to the pool; false if there was none.
-    fn give_back(&self, taken: Option<Subbuffer<[u8]>>) -> bool {
+    fn return_to_pool(&self, taken: Option<Subbuffer<[u8]>>) -> bool {
         match taken {
             Some(buffer) => {
                 LIVE_BYTES[self.device].fetch_sub(buffer.size(), Ordering::Relaxed);
@@ -89,7 +89,7 @@ impl Drop for DeviceBuffer {
         // of it (the recorder orders its next tenant's commands after theirs: see `take`). No
         // lock: nothing else holds the tensor now.
         let taken = self.buffer.get_mut().ok().and_then(Option::take);
-        self.give_back(taken);
+        self.return_to_pool(taken);
     }
 }
 
