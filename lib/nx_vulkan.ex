@@ -69,7 +69,7 @@ defmodule Nx.Vulkan do
 
     * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
-      (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:program` (a compiled program's replay, submitted once
+      (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:commands` (see `NXV_SUBMIT_COMMANDS`), `:program` (a compiled program's replay, submitted once
       recorded), `:gpu_timing` (a batch opened before `set_gpu_timing/1` changed the setting,
       submitted so that the next commands are timed as asked), or the flush reason that
       submitted it).
@@ -108,6 +108,8 @@ defmodule Nx.Vulkan do
     * `NXV_SUBMIT_BYTES` - a command buffer whose commands write this many bytes is submitted as
       soon as the GPU has room for it, not at the next flush (default 4 MiB on GPUs, `0`, never,
       on CPU devices).
+    * `NXV_SUBMIT_COMMANDS` - a command buffer of this many commands is submitted as soon as the
+      GPU has room for it (default 16 on GPUs, `0`, never, on CPU devices).
     * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
       largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
       `set_memory_limit/1`.
@@ -381,6 +383,19 @@ defmodule Nx.Vulkan do
   def set_submit_bytes(n) do
     raise ArgumentError,
           "set_submit_bytes/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
+  end
+
+  @doc """
+  Sets at run time how many commands a command buffer must hold for it to be submitted as soon
+  as the GPU has room, rather than at the next flush or the cap (normally set from
+  `NXV_SUBMIT_COMMANDS` at start; `0` turns it off). Results never depend on it.
+  """
+  def set_submit_commands(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
+    do: Native.set_submit_commands(n) |> Native.unwrap!()
+
+  def set_submit_commands(n) do
+    raise ArgumentError,
+          "set_submit_commands/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
   end
 
   @doc false

@@ -94,8 +94,9 @@ defmodule Nx.Vulkan.Device do
   measure about 10x faster on lavapipe, and run their element-wise kernels one element per
   invocation in workgroups of 64 (GPUs: 4 elements per invocation, workgroups of 256;
   `NXV_ELEMENTS_PER_INVOCATION`, `NXV_WORKGROUP_SIZE`). On GPUs a command buffer whose commands
-  write 4 MiB or more is submitted as soon as the GPU has room for it, so large kernels start
-  while the BEAM queues the next (`NXV_SUBMIT_BYTES`; 0 on CPU devices: never). Submissions
+  write 4 MiB or more, or that holds 16 commands, is submitted as soon as the GPU has room for
+  it, so the GPU works while the BEAM queues the next (`NXV_SUBMIT_BYTES`,
+  `NXV_SUBMIT_COMMANDS`; 0 on CPU devices: never). Submissions
   triggered by the cap or the work never wait for the GPU: up to two are in flight. Called at
   application start.
   """
@@ -124,6 +125,15 @@ defmodule Nx.Vulkan.Device do
     # share the host's cores with the BEAM.
     submit_default = if class == :software or info.type == :cpu, do: 0, else: 4 * 1024 * 1024
     submit_bytes = integer_env!("NXV_SUBMIT_BYTES", submit_default, 0, "a number of bytes (0: off)")
+    # Count-based submission (queue.rs, SUBMIT_COMMANDS): on GPUs a batch of 16 small commands
+    # goes to the GPU while the BEAM queues the next (the seed's MNIST step on the H200: 0.66 ms
+    # with all 48 commands waiting for the loss read, 0.29-0.32 submitted as they come); never
+    # on CPU devices, where the driver's threads and the BEAM share the cores.
+    commands_default = if class == :software or info.type == :cpu, do: 0, else: 16
+
+    submit_commands =
+      integer_env!("NXV_SUBMIT_COMMANDS", commands_default, 0, "a number of commands (0: off)")
+
     # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,
     # SUBMIT_PROGRAMS): on GPUs, where the thread polls for work (spin_us > 0).
     submit_programs = flag!("NXV_SUBMIT_PROGRAMS", spin_us > 0)
@@ -178,6 +188,7 @@ defmodule Nx.Vulkan.Device do
       spin_us,
       class == :software,
       submit_bytes,
+      submit_commands,
       submit_programs,
       per_invocation,
       workgroup,

@@ -18,6 +18,7 @@ nifs = [
   flush_for_fallback: [],
   set_batch_max: [:n],
   set_submit_bytes: [:n],
+  set_submit_commands: [:n],
   set_lavapipe_threads: [:value],
   configure: [
     :precise_f32,
@@ -25,6 +26,7 @@ nifs = [
     :spin_us,
     :cpu_device,
     :submit_bytes,
+    :submit_commands,
     :submit_programs,
     :per_invocation,
     :workgroup,

@@ -4,7 +4,13 @@ defmodule Nx.Vulkan.QueueTest do
 
   setup do
     previous = Nx.Vulkan.batch_max()
-    on_exit(fn -> Nx.Vulkan.set_batch_max(previous) end)
+    submit_commands = Nx.Vulkan.stats().submit_commands
+
+    on_exit(fn ->
+      Nx.Vulkan.set_batch_max(previous)
+      Nx.Vulkan.set_submit_commands(submit_commands)
+    end)
+
     Nx.Vulkan.flush()
     :ok
   end
@@ -17,6 +23,8 @@ defmodule Nx.Vulkan.QueueTest do
 
   test "a download flushes once; recording does not submit under the cap" do
     Nx.Vulkan.set_batch_max(1000)
+    # Count-based submission (16 commands on GPUs) would send these 30 commands early.
+    Nx.Vulkan.set_submit_commands(0)
     before = Nx.Vulkan.stats()
     r = chain(random({64}), 10)
     mid = Nx.Vulkan.stats()
@@ -59,6 +67,37 @@ defmodule Nx.Vulkan.QueueTest do
     assert submitted >= early
     expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), 4)
     assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
+  end
+
+  test "count-based submission: batches go to the GPU as they fill, with the same bits" do
+    Nx.Vulkan.set_batch_max(1000)
+    x = random({256})
+    Nx.Vulkan.flush()
+
+    run = fn commands ->
+      Nx.Vulkan.set_submit_commands(commands)
+      before = Nx.Vulkan.stats()
+      bin = chain(x, 8) |> Nx.to_binary()
+      after_read = Nx.Vulkan.stats()
+
+      {bin, after_read.early_submissions - before.early_submissions,
+       after_read.submissions - before.submissions}
+    end
+
+    {off, 0, 1} = run.(0)
+    # 24 commands: the GPU thread's first drain (at 8) finds 4 or more recorded and submits them
+    # (all 24 if they were queued by then).
+    {on, early, submitted} = run.(4)
+    assert on == off
+    assert early >= 1
+    assert submitted >= early
+    expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), 8)
+    assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
+  end
+
+  test "set_submit_commands/1 rejects what is not a command count" do
+    assert_raise ArgumentError, ~r/set_submit_commands/, fn -> Nx.Vulkan.set_submit_commands(-1) end
+    assert_raise ArgumentError, ~r/set_submit_commands/, fn -> Nx.Vulkan.set_submit_commands(:all) end
   end
 
   test "set_submit_bytes/1 rejects what is not a byte count" do

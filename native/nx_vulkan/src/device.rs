@@ -123,6 +123,15 @@ fn set_submit_bytes(n: i64) -> Result<rustler::Atom> {
     Ok(rustler::types::atom::ok())
 }
 
+#[rustler::nif]
+fn set_submit_commands(n: i64) -> Result<rustler::Atom> {
+    if n < 0 {
+        return Err(arg_error!("submit commands must be >= 0, got {n}"));
+    }
+    queue::SUBMIT_COMMANDS.store(n as usize, Ordering::Relaxed);
+    Ok(rustler::types::atom::ok())
+}
+
 /// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
 #[rustler::nif]
 fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
@@ -132,7 +141,7 @@ fn set_lavapipe_threads(value: String) -> Result<rustler::Atom> {
 /// Policy chosen on the Elixir side from the device class: whether f32/f16 math, and f32/f16 dot
 /// products, compute in f64 (needs shaderFloat64), how long threads waiting on the GPU poll before blocking, and whether the device is a
 /// CPU (kernel variants without barriers), the bytes of work that submit a command buffer early
-/// (queue.rs, SUBMIT_BYTES; 0: never), and how many
+/// (queue.rs, SUBMIT_BYTES; 0: never) and the commands that do (SUBMIT_COMMANDS), and how many
 /// elements each invocation of the element-wise kernels visits (pipelines created later use it), and
 /// a forced register-blocked GEMM block (0: by shape), and whether f16 GEMMs may take tensor cores
 /// and with which block (NXV_GEMM_COOP: "0", "1" or a block's name; a dirty NIF: with them asked
@@ -144,6 +153,7 @@ fn configure(
     spin_us: u64,
     cpu_device: bool,
     submit_bytes: u64,
+    submit_commands: u64,
     submit_programs: bool,
     elements_per_invocation: u32,
     workgroup: u32,
@@ -183,6 +193,7 @@ fn configure(
     crate::policy::PRECISE_DOT.store(precise_dot, Ordering::Relaxed);
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::SUBMIT_BYTES.store(submit_bytes, Ordering::Relaxed);
+    queue::SUBMIT_COMMANDS.store(submit_commands as usize, Ordering::Relaxed);
     queue::SUBMIT_PROGRAMS.store(submit_programs, Ordering::Relaxed);
     SPIN_US.store(spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
@@ -308,6 +319,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("spin_us", SPIN_US.load(Ordering::Relaxed).encode(env)),
             ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("submit_bytes", queue::SUBMIT_BYTES.load(Ordering::Relaxed).encode(env)),
+            ("submit_commands", queue::SUBMIT_COMMANDS.load(Ordering::Relaxed).encode(env)),
             ("submit_programs", queue::SUBMIT_PROGRAMS.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),
             ("loop_chunks", load(&stats.loop_chunks)),
