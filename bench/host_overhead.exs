@@ -1,5 +1,5 @@
 # Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised),
-# then flushes once. Prints us per op for Nx's front end alone (a backend that does nothing), for
+# then flushes once (and, last, the steady state again at the starting cap, submitting as it goes). Prints us per op for Nx's front end alone (a backend that does nothing), for
 # whole backend calls and for the bare NIFs: first with
 # every result kept alive (each op allocates a fresh buffer), then in a steady state where each
 # result is dropped at once (buffers come back through the pool, as in a training loop).
@@ -8,6 +8,7 @@
 import Bitwise
 {:ok, _} = Application.ensure_all_started(:nx_vulkan)
 Nx.global_default_backend(Nx.Vulkan.Backend)
+start_cap = Nx.Vulkan.batch_max()
 Nx.Vulkan.set_batch_max(100_000)
 # The pending queue's bound (4096 commands by default) would make the caller wait for the device
 # inside the timed loop: this measures the host alone.
@@ -92,5 +93,21 @@ steady = fn name, f ->
   )
 end
 
+recording = fn s0, s1 ->
+  Float.round((s1.record_ns - s0.record_ns) / max(s1.recorded - s0.recorded, 1) / 1000, 2)
+end
+
 IO.puts("steady state:")
+s0 = Nx.Vulkan.stats()
 for {name, f} <- ops, do: steady.(name, f)
+IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())} us/command")
+
+# The same at the cap the application started with (64 unless NXV_BATCH_MAX says otherwise),
+# submissions going out as the ops come (the cap, NXV_SUBMIT_COMMANDS): what a training loop
+# sees, with the GPU thread recording small batches beside the caller rather than one batch of
+# thousands of commands.
+Nx.Vulkan.set_batch_max(start_cap)
+IO.puts("steady state at cap #{start_cap}, submitting as it goes:")
+s0 = Nx.Vulkan.stats()
+for {name, f} <- ops, do: steady.(name, f)
+IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())} us/command")
