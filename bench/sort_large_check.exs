@@ -10,7 +10,11 @@
 Nx.global_default_backend(Nx.Vulkan.Backend)
 key = Nx.Random.key(3)
 
-for {n, dir, type} <- [{64 * 1024 * 1024, :asc, :f32}, {32 * 1024 * 1024 + 12345, :desc, :f32}, {40_000_000, :asc, :s32}] do
+for {n, dir, type} <- [
+      {64 * 1024 * 1024, :asc, :f32},
+      {32 * 1024 * 1024 + 12345, :desc, :f32},
+      {40_000_000, :asc, :s32}
+    ] do
   x = key |> Nx.Random.uniform(0.0, 1000.0, shape: {n}) |> elem(0) |> Nx.floor() |> Nx.as_type(type)
   s = Nx.sort(x, direction: dir)
   i = Nx.argsort(x, direction: dir)
@@ -23,6 +27,7 @@ for {n, dir, type} <- [{64 * 1024 * 1024, :asc, :f32}, {32 * 1024 * 1024 + 12345
   ties_stable = Nx.logical_or(Nx.not_equal(a, b), Nx.less(ia, ib))
   perm = Nx.equal(Nx.sort(i), Nx.iota({n}, type: Nx.type(i)))
   sums_match = Nx.equal(Nx.sum(Nx.as_type(x, :f64)), Nx.sum(Nx.as_type(s, :f64)))
+
   IO.puts(
     "sort #{n} #{dir} #{type}: sort==take(argsort) #{Nx.to_number(Nx.all(Nx.equal(s, t)))}, ordered #{Nx.to_number(Nx.all(ordered))}, " <>
       "stable ties #{Nx.to_number(Nx.all(ties_stable))}, permutation #{Nx.to_number(Nx.all(perm))}, sums #{Nx.to_number(sums_match)}, fallbacks #{inspect(Nx.Vulkan.Fallback.count())}"

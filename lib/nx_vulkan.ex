@@ -372,30 +372,28 @@ defmodule Nx.Vulkan do
             "(0 = submit every op on its own), got: #{inspect(n)}"
   end
 
-  @doc """
-  Sets at run time how many bytes a command buffer's commands must write for it to be submitted
-  as soon as the GPU has room, rather than at the next flush or the cap (normally set from
-  `NXV_SUBMIT_BYTES` at start; `0` turns it off). Results never depend on it.
-  """
-  def set_submit_bytes(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
-    do: Native.set_submit_bytes(n) |> Native.unwrap!()
+  # Early submission's two thresholds (queue.rs, Recorder::due): a command buffer goes to the GPU
+  # as soon as it has room once its commands write this many bytes, or once it holds this many
+  # commands.
+  for {name, env, measure, unit} <- [
+        {:set_submit_bytes, "NXV_SUBMIT_BYTES",
+         "how many bytes a command buffer's commands must write", "byte count"},
+        {:set_submit_commands, "NXV_SUBMIT_COMMANDS",
+         "how many commands a command buffer must hold", "command count"}
+      ] do
+    @doc """
+    Sets at run time #{measure} for it to be submitted as soon as the GPU has room, rather than
+    at the next flush or the cap (normally set from `#{env}` at start; `0` turns it off).
+    Results never depend on it. Anything but a #{unit} from 0 to 2 ** 63 - 1 raises
+    `ArgumentError`.
+    """
+    def unquote(name)(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
+      do: apply(Native, unquote(name), [n]) |> Native.unwrap!()
 
-  def set_submit_bytes(n) do
-    raise ArgumentError,
-          "set_submit_bytes/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
-  end
-
-  @doc """
-  Sets at run time how many commands a command buffer must hold for it to be submitted as soon
-  as the GPU has room, rather than at the next flush or the cap (normally set from
-  `NXV_SUBMIT_COMMANDS` at start; `0` turns it off). Results never depend on it.
-  """
-  def set_submit_commands(n) when is_integer(n) and n >= 0 and n <= @max_batch_max,
-    do: Native.set_submit_commands(n) |> Native.unwrap!()
-
-  def set_submit_commands(n) do
-    raise ArgumentError,
-          "set_submit_commands/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
+    def unquote(name)(n) do
+      raise ArgumentError,
+            "#{unquote(name)}/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
+    end
   end
 
   @doc false

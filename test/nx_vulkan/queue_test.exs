@@ -39,6 +39,18 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_download.recorded >= before.recorded + 30
   end
 
+  # The result of `chain(x, steps)` with `set.(threshold)` applied, the early submissions the run
+  # made and all its submissions.
+  defp early_run(set, threshold, x, steps) do
+    set.(threshold)
+    before = Nx.Vulkan.stats()
+    bin = chain(x, steps) |> Nx.to_binary()
+    after_read = Nx.Vulkan.stats()
+
+    {bin, after_read.early_submissions - before.early_submissions,
+     after_read.submissions - before.submissions}
+  end
+
   test "work-based submission: large results go to the GPU before the flush, with the same bits" do
     Nx.Vulkan.set_batch_max(1000)
     previous = Nx.Vulkan.stats().submit_bytes
@@ -47,17 +59,7 @@ defmodule Nx.Vulkan.QueueTest do
     x = random({1_048_576})
     Nx.Vulkan.flush()
 
-    run = fn bytes ->
-      Nx.Vulkan.set_submit_bytes(bytes)
-      before = Nx.Vulkan.stats()
-      r = chain(x, 4)
-      bin = Nx.to_binary(r)
-      after_read = Nx.Vulkan.stats()
-
-      {bin, after_read.early_submissions - before.early_submissions,
-       after_read.submissions - before.submissions}
-    end
-
+    run = fn bytes -> early_run(&Nx.Vulkan.set_submit_bytes/1, bytes, x, 4) end
     {off, 0, 1} = run.(0)
     # 12 commands: the GPU thread's first drain (at 8) finds 4 MiB or more recorded and submits
     # them (all 12 if they were queued by then: the download then has nothing left to submit).
@@ -74,16 +76,7 @@ defmodule Nx.Vulkan.QueueTest do
     x = random({256})
     Nx.Vulkan.flush()
 
-    run = fn commands ->
-      Nx.Vulkan.set_submit_commands(commands)
-      before = Nx.Vulkan.stats()
-      bin = chain(x, 8) |> Nx.to_binary()
-      after_read = Nx.Vulkan.stats()
-
-      {bin, after_read.early_submissions - before.early_submissions,
-       after_read.submissions - before.submissions}
-    end
-
+    run = fn commands -> early_run(&Nx.Vulkan.set_submit_commands/1, commands, x, 8) end
     {off, 0, 1} = run.(0)
     # 24 commands: the GPU thread's first drain (at 8) finds 4 or more recorded and submits them
     # (all 24 if they were queued by then).
@@ -97,7 +90,10 @@ defmodule Nx.Vulkan.QueueTest do
 
   test "set_submit_commands/1 rejects what is not a command count" do
     assert_raise ArgumentError, ~r/set_submit_commands/, fn -> Nx.Vulkan.set_submit_commands(-1) end
-    assert_raise ArgumentError, ~r/set_submit_commands/, fn -> Nx.Vulkan.set_submit_commands(:all) end
+
+    assert_raise ArgumentError, ~r/set_submit_commands/, fn ->
+      Nx.Vulkan.set_submit_commands(:all)
+    end
   end
 
   test "set_submit_bytes/1 rejects what is not a byte count" do
