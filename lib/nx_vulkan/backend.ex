@@ -449,7 +449,8 @@ defmodule Nx.Vulkan.Backend do
 
   def transpose(%T{} = out, %T{shape: shape} = t, axes) do
     strides = contiguous_strides(shape)
-    view(out, t, 0, Enum.map(axes, &elem(strides, &1))) || fallback(:transpose, [out, t, axes])
+    strides = Enum.map(axes, &elem(strides, &1))
+    same_layout(out, t, strides) || view(out, t, 0, strides) || fallback(:transpose, [out, t, axes])
   end
 
   @impl true
@@ -469,7 +470,22 @@ defmodule Nx.Vulkan.Backend do
         end
       end
 
-    view(out, t, 0, out_strides) || fallback(:broadcast, [out, t, out_shape, axes])
+    same_layout(out, t, out_strides) || view(out, t, 0, out_strides) ||
+      fallback(:broadcast, [out, t, out_shape, axes])
+  end
+
+  # `t`'s data as `out` when reading `t` through `strides` visits its elements in their own
+  # order, every element once: a transpose that moves only axes of size 1, a broadcast that only
+  # adds them (the Evaluator's gradients ask for both). Tensors are immutable, so the two share
+  # the buffer as a reshape does; anything else is nil (a strided copy).
+  defp same_layout(%T{shape: out_shape} = out, %T{data: data} = t, strides) do
+    non_unit = fn strides ->
+      out_shape |> Tuple.to_list() |> Enum.zip(strides) |> Enum.reject(&(elem(&1, 0) == 1))
+    end
+
+    if Nx.size(out_shape) == Nx.size(t) and
+         non_unit.(strides) == non_unit.(Tuple.to_list(contiguous_strides(out_shape))),
+       do: %{out | data: data}
   end
 
   # Integer starts (and tensor starts whose value the host knows) make a strided view; other

@@ -33,6 +33,29 @@ defmodule Nx.Vulkan.LayoutTest do
     assert_device(&Nx.slice(&1, [1, 7], [2, 65_537], strides: [1, 3]), [long])
   end
 
+  test "transposes and broadcasts that keep the elements' order share the input's buffer", %{t: t} do
+    # Moving or adding axes of size 1 only: the same buffer (no copy), the BinaryBackend's values.
+    unit = Nx.reshape(t, {2, 1, 3, 4})
+    bytes = dev([1, 2, 3], type: :u8)
+
+    for {result, input} <- [
+          {Nx.transpose(unit, axes: [1, 0, 2, 3]), t},
+          {Nx.transpose(unit, axes: [0, 2, 1, 3]), t},
+          {Nx.broadcast(t, {1, 2, 3, 4}), t},
+          {Nx.broadcast(t, {2, 1, 3, 1, 4}, axes: [0, 2, 4]), t},
+          {Nx.broadcast(bytes, {3, 1}, axes: [0]), bytes}
+        ] do
+      assert result.data.ref == input.data.ref
+    end
+
+    assert_device(&Nx.transpose(&1, axes: [1, 0, 2, 3]), [unit])
+    assert_device(&Nx.transpose(&1, axes: [0, 2, 1, 3]), [unit])
+    assert_device(&Nx.broadcast(&1, {2, 1, 3, 1, 4}, axes: [0, 2, 4]), [t])
+    # The order changes (a real transpose, a broadcast that repeats): a copy of its own.
+    refute Nx.transpose(unit, axes: [2, 1, 0, 3]).data.ref == t.data.ref
+    refute Nx.broadcast(unit, {2, 5, 3, 4}).data.ref == t.data.ref
+  end
+
   test "broadcast", %{t: t} do
     assert_device(&Nx.broadcast(&1, {5, 2, 3, 4}), [t])
     assert_device(&Nx.broadcast(&1, {3, 2}, axes: [0]), [dev([1, 2, 3], type: :u8)])
