@@ -7,7 +7,9 @@
 //! RECORD_AHEAD pushes to record what is pending into the open command buffer (overlapping the
 //! BEAM's next ops), and when a NIF asks for a flush (download, `Nx.Vulkan.flush/0`, the host
 //! fallback). A command buffer is submitted, with one fence wait, at a flush or when it holds
-//! `batch_max` commands (`NXV_BATCH_MAX`; 0 or 1 submit every command on its own).
+//! `batch_max` commands (`NXV_BATCH_MAX`; 0 or 1 submit every command on its own), and earlier,
+//! without a wait, once it is due (SUBMIT_BYTES written or SUBMIT_COMMANDS held) and fewer than
+//! MAX_IN_FLIGHT submissions are on the GPU, so the GPU works while the BEAM queues the rest.
 //!
 //! Recording is raw (vulkano's unchecked `RecordingCommandBuffer`) with our own hazard tracking:
 //! a global memory barrier goes in only before a command that reads a buffer written since the
