@@ -39,53 +39,45 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_download.recorded >= before.recorded + 30
   end
 
-  # The result of `chain(x, steps)` with `set.(threshold)` applied, the early submissions the run
-  # made and all its submissions.
-  defp early_run(set, threshold, x, steps) do
-    set.(threshold)
-    before = Nx.Vulkan.stats()
-    bin = chain(x, steps) |> Nx.to_binary()
-    after_read = Nx.Vulkan.stats()
+  # Early submission, each threshold off and on, with the same bits (the BinaryBackend's):
+  # {what, its setter and the stats key it shows in, the threshold on, the input's shape, chain
+  # steps (3 commands each)}.
+  # - work: 2^20 f32 results, 4 MiB each, past a 1 MiB bound; 12 commands: the GPU thread's first
+  #   drain (at 8) finds 4 MiB or more recorded and submits them (all 12 if they were queued by
+  #   then: the download then has nothing left to submit).
+  # - commands: 24 commands: the first drain (at 8) finds 4 or more recorded and submits them
+  #   (all 24 if they were queued by then).
+  for {what, setter, key, threshold, shape, steps} <- [
+        {"work-based submission: large results go to the GPU before the flush", :set_submit_bytes,
+         :submit_bytes, 1_048_576, {1_048_576}, 4},
+        {"count-based submission: batches go to the GPU as they fill", :set_submit_commands,
+         :submit_commands, 4, {256}, 8}
+      ] do
+    test "#{what}, with the same bits" do
+      Nx.Vulkan.set_batch_max(1000)
+      previous = Map.fetch!(Nx.Vulkan.stats(), unquote(key))
+      on_exit(fn -> apply(Nx.Vulkan, unquote(setter), [previous]) end)
+      x = random(unquote(Macro.escape(shape)))
+      Nx.Vulkan.flush()
 
-    {bin, after_read.early_submissions - before.early_submissions,
-     after_read.submissions - before.submissions}
-  end
+      run = fn threshold ->
+        apply(Nx.Vulkan, unquote(setter), [threshold])
+        before = Nx.Vulkan.stats()
+        bin = chain(x, unquote(steps)) |> Nx.to_binary()
+        after_read = Nx.Vulkan.stats()
 
-  test "work-based submission: large results go to the GPU before the flush, with the same bits" do
-    Nx.Vulkan.set_batch_max(1000)
-    previous = Nx.Vulkan.stats().submit_bytes
-    on_exit(fn -> Nx.Vulkan.set_submit_bytes(previous) end)
-    # 2^20 f32 results: 4 MiB each, past a 1 MiB bound.
-    x = random({1_048_576})
-    Nx.Vulkan.flush()
+        {bin, after_read.early_submissions - before.early_submissions,
+         after_read.submissions - before.submissions}
+      end
 
-    run = fn bytes -> early_run(&Nx.Vulkan.set_submit_bytes/1, bytes, x, 4) end
-    {off, 0, 1} = run.(0)
-    # 12 commands: the GPU thread's first drain (at 8) finds 4 MiB or more recorded and submits
-    # them (all 12 if they were queued by then: the download then has nothing left to submit).
-    {on, early, submitted} = run.(1_048_576)
-    assert on == off
-    assert early >= 1
-    assert submitted >= early
-    expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), 4)
-    assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
-  end
-
-  test "count-based submission: batches go to the GPU as they fill, with the same bits" do
-    Nx.Vulkan.set_batch_max(1000)
-    x = random({256})
-    Nx.Vulkan.flush()
-
-    run = fn commands -> early_run(&Nx.Vulkan.set_submit_commands/1, commands, x, 8) end
-    {off, 0, 1} = run.(0)
-    # 24 commands: the GPU thread's first drain (at 8) finds 4 or more recorded and submits them
-    # (all 24 if they were queued by then).
-    {on, early, submitted} = run.(4)
-    assert on == off
-    assert early >= 1
-    assert submitted >= early
-    expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), 8)
-    assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
+      {off, 0, 1} = run.(0)
+      {on, early, submitted} = run.(unquote(threshold))
+      assert on == off
+      assert early >= 1
+      assert submitted >= early
+      expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), unquote(steps))
+      assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
+    end
   end
 
   test "set_submit_commands/1 rejects what is not a command count" do

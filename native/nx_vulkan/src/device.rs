@@ -105,32 +105,24 @@ fn flush_for_fallback() -> Result<rustler::Atom> {
     flush_all(FlushReason::Fallback)
 }
 
-#[rustler::nif]
-fn set_batch_max(n: i64) -> Result<rustler::Atom> {
-    if n < 0 {
-        return Err(arg_error!("batch max must be >= 0, got {n}"));
-    }
-    BATCH_MAX.store(n as usize, Ordering::Relaxed);
-    Ok(rustler::types::atom::ok())
+/// The queue's run-time counts (`Nx.Vulkan.set_batch_max/1`, `set_submit_bytes/1`,
+/// `set_submit_commands/1`): one NIF each, every one a non-negative count stored as it is.
+macro_rules! count_setter {
+    ($name:ident, $target:path, $what:literal, $ty:ty) => {
+        #[rustler::nif]
+        fn $name(n: i64) -> Result<rustler::Atom> {
+            if n < 0 {
+                return Err(arg_error!("{} must be >= 0, got {n}", $what));
+            }
+            $target.store(n as $ty, Ordering::Relaxed);
+            Ok(rustler::types::atom::ok())
+        }
+    };
 }
 
-#[rustler::nif]
-fn set_submit_bytes(n: i64) -> Result<rustler::Atom> {
-    if n < 0 {
-        return Err(arg_error!("submit bytes must be >= 0, got {n}"));
-    }
-    queue::SUBMIT_BYTES.store(n as u64, Ordering::Relaxed);
-    Ok(rustler::types::atom::ok())
-}
-
-#[rustler::nif]
-fn set_submit_commands(n: i64) -> Result<rustler::Atom> {
-    if n < 0 {
-        return Err(arg_error!("submit commands must be >= 0, got {n}"));
-    }
-    queue::SUBMIT_COMMANDS.store(n as usize, Ordering::Relaxed);
-    Ok(rustler::types::atom::ok())
-}
+count_setter!(set_batch_max, BATCH_MAX, "batch max", usize);
+count_setter!(set_submit_bytes, queue::SUBMIT_BYTES, "submit bytes", u64);
+count_setter!(set_submit_commands, queue::SUBMIT_COMMANDS, "submit commands", usize);
 
 /// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
 #[rustler::nif]
