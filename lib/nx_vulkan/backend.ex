@@ -1335,8 +1335,14 @@ defmodule Nx.Vulkan.Backend do
       else: device_dot(out, a, a_contract, a_batch, b, b_contract, b_batch)
   end
 
+  # bf16 by bf16 goes to the device as bf16 (ops/matmul.rs: the f16 tensor cores where it can,
+  # else through f32 there); other bf16 results from their f32 GEMM.
   defp device_dot(%T{type: out_type} = out, a, a_contract, a_batch, b, b_contract, b_batch) do
-    type = compute_type(out_type)
+    type =
+      if out_type == {:bf, 16} and a.type == out_type and b.type == out_type,
+        do: out_type,
+        else: compute_type(out_type)
+
     a = cast(a, type)
     b = cast(b, type)
 

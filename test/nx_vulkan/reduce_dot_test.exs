@@ -197,6 +197,56 @@ defmodule Nx.Vulkan.ReduceDotTest do
       )
     end
 
+    # bf16 by bf16 with 128+ rows and columns takes the f16 tensor cores where the device has
+    # them (each operand line scaled by a power of two into f16, ops/matmul.rs bf16_tensor_cores),
+    # else the f32 GEMM: both an f32 sum truncated to bf16 as Nx casts, within a bf16 unit of
+    # the BinaryBackend's f64 sum.
+    test "bf16 GEMM large enough for tensor cores, ragged edges, transposed and batched" do
+      tol = [rtol: 1.6e-2, atol: 1.0e-3]
+      a = random({260, 70}, :bf16, 2.0, 81)
+      b = random({70, 300}, :bf16, 2.0, 82)
+      assert_device(&Nx.dot/2, [a, b], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], tol)
+      assert_device(&Nx.dot(&1, [1], &2, [1]), [a, Nx.transpose(b)], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [0]), [Nx.transpose(a), b], tol)
+      c = random({3, 129, 64}, :bf16, 2.0, 83)
+      d = random({3, 64, 264}, :bf16, 2.0, 84)
+      assert_device(&Nx.dot(&1, [2], [0], &2, [1], [0]), [c, d], tol)
+      # Lines of every magnitude, one scale each: rows and columns of their own binades, from
+      # 2^-50 to 2^50, times small integers, so that every sum is exact in f32 and f64 alike and
+      # the result equals the BinaryBackend's bit for bit.
+      ints = fn shape, seed ->
+        Nx.Random.randint(Nx.Random.key(seed), -3, 4, shape: shape) |> elem(0) |> Nx.as_type(:f32)
+      end
+
+      binades = fn n, axis -> Nx.iota({n}) |> Nx.multiply(100 / (n - 1)) |> Nx.subtract(50) |> Nx.floor() |> Nx.new_axis(axis) end
+      e = Nx.multiply(ints.({256, 40}, 85), Nx.pow(2.0, binades.(256, 1))) |> Nx.as_type(:bf16)
+      f = Nx.multiply(ints.({40, 128}, 86), Nx.pow(2.0, binades.(128, 0))) |> Nx.as_type(:bf16)
+      assert_device(&Nx.dot/2, [e, f])
+    end
+
+    # Lines f16 cannot hold after one scaling (a NaN, an infinity, a subnormal, values more than
+    # 29 binades apart) are marked on the device and their outputs summed from the bf16 values;
+    # the rest still come from the tensor cores.
+    test "bf16 GEMM with lines of NaN, infinities, subnormals and wide ranges" do
+      put = fn t, entries ->
+        {idx, vals} = Enum.unzip(entries)
+        Nx.indexed_put(t, Nx.tensor(idx), Nx.tensor(vals, type: :bf16))
+      end
+
+      # a: row 3 wide (2^40 beside values near 1), row 7 NaN, row 11 +Inf, row 13 zeros, row 17
+      # a subnormal; b: column 5 wide (2^-60), column 9 -Inf.
+      a =
+        random({200, 96}, :bf16, 2.0, 87)
+        |> put.([{[3, 0], 1.099511627776e12}, {[7, 5], :nan}, {[11, 50], :infinity}, {[17, 2], 1.0e-39}])
+        |> Nx.put_slice([13, 0], Nx.broadcast(Nx.tensor(0.0, type: :bf16), {1, 96}))
+
+      b = random({96, 150}, :bf16, 2.0, 88) |> put.([{[4, 5], 8.673617379884035e-19}, {[90, 9], :neg_infinity}])
+      tol = [rtol: 1.6e-2, atol: 1.0e-3]
+      assert_device(&Nx.dot/2, [a, b], tol)
+      assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], tol)
+    end
+
     # Few output tiles over a long K (as the large MNIST step's 512x2048x10 and its transposed
     # forms): GPUs split K into chunks, multiply them as a batch and sum the partials.
     @tag timeout: 180_000

@@ -21,8 +21,9 @@
 // are gathered through the strides (zeros past the edges). Results leave through a per-subgroup
 // scratch fragment (in the A tile's memory, after the last step), 16 bytes a lane where the row
 // allows.
-// Bindings and push constants as gemm.comp (T is float16_t). Dispatch: (ceil(N/BN), ceil(M/BM),
-// batch); needs a subgroup size of 32.
+// Bindings and push constants as gemm.comp (T is float16_t; with BF16_OUT, the scales at binding 2
+// and C, bf16, at 3: see there). Dispatch: (ceil(N/BN), ceil(M/BM), batch); needs a subgroup
+// size of 32.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -57,10 +58,21 @@ const uint LB = BK * BN / 8u / 256u;
 layout(local_size_x = 256) in;
 layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
-layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 layout(set = 0, binding = 0) readonly buffer A8 { uvec4 a8[]; };
 layout(set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
+#ifdef BF16_OUT
+// bf16 results (binding 3) from operands that bf16_scale.comp scaled per line into f16, with
+// their scales (binding 2): each output is its f32 sum times 2^-(A line's scale + B line's),
+// truncated to bf16 as Nx casts; outputs of wide lines are gemm_bf16_fixup.comp's. Scales: A's
+// at ctl[1 + b M + m], B's at ctl[1 + batch M + b N + n].
+#include "bf16.glsl"
+layout(set = 0, binding = 2) readonly buffer Ctl { int ctl[]; };
+layout(set = 0, binding = 3) writeonly buffer C { uint16_t c[]; };
+layout(set = 0, binding = 3) writeonly buffer C8 { uvec4 c8[]; };
+#else
+layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 layout(set = 0, binding = 2) writeonly buffer C8 { uvec4 c8[]; };
+#endif
 shared uvec4 ta[STAGES * A_TILE];
 shared uvec4 tb[STAGES * B_TILE];
 
@@ -202,6 +214,46 @@ void main() {
     barrier();
   }
 
+#ifdef BF16_OUT
+  // Scratch: 64 vectors (one 16x16 f32 fragment, 4 vectors a row) per subgroup in the A tile's
+  // memory (512 of its 640), free after the barrier above. Lane l takes row l / 2, columns
+  // 8 (l % 2) .. + 7: two vectors in, one out.
+  uint scratch = sg * 64u;
+  uint b_scales = 1u + pc[3] * M + batch * N;
+  [[unroll]] for (uint i = 0u; i < FM; ++i) {
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      coopMatStoreNV(acc[i][j], ta, scratch, 4u, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      uvec4 v0 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u];
+      uvec4 v1 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u + 1u];
+      uint r = row0 + sr + 16u * i + lane / 2u;
+      uint col = col0 + sc + 16u * j + (lane % 2u) * 8u;
+      uint o = (batch * M + r) * N + col;
+      if (r < M) {
+        int sa = ctl[1u + batch * M + r];
+        uint h[8];
+        bool mine[8];
+        bool whole = (o % 8u) == 0u;
+        [[unroll]] for (uint q = 0u; q < 8u; ++q) {
+          int sb = col + q < N ? ctl[b_scales + col + q] : BF16_WIDE;
+          mine[q] = sa != BF16_WIDE && sb != BF16_WIDE;
+          whole = whole && mine[q];
+          float v = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
+          h[q] = mine[q] ? float_to_bf16(scale_exact(v, -(sa + sb))) : 0u;
+        }
+        if (whole) {
+          c8[o / 8u] = uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+        } else {
+          [[unroll]] for (uint q = 0u; q < 8u; ++q)
+            if (mine[q]) c[o + q] = uint16_t(h[q]);
+        }
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+    }
+  }
+#else
   // Scratch: 32 vectors (one 16x16 f16 fragment) per subgroup in the A tile's memory, free after
   // the barrier above. Lane l holds row l / 2, columns 8 (l % 2) .. + 7: one vector.
   uint scratch = sg * 32u;
@@ -227,4 +279,5 @@ void main() {
       subgroupBarrier();
     }
   }
+#endif
 }

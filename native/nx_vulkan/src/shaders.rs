@@ -140,6 +140,11 @@ numeric_family!(window_scatter, "shaders/window_scatter.comp", [], [F32, F64, F1
 
 kernels! {
     gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
+    // bf16 GEMMs on the f16 tensor cores (ops/matmul.rs bf16_gemm): the operands' scaled f16
+    // copies, the GEMM with bf16 results, the outputs of lines f16 cannot hold.
+    bf16_scale => "shaders/bf16_scale.comp";
+    gemm_coop_bf16 => "shaders/gemm_coop.comp", "T" = "float16_t", "BF16_OUT" = "1";
+    gemm_bf16_fixup => "shaders/gemm_bf16_fixup.comp";
     // Precise f32 unary ops on 16-byte vectors (ops/elementwise.rs says which ops take it).
     unary_f32p_v4 => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
 

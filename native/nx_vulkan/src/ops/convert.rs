@@ -30,10 +30,15 @@ fn type_code(dtype: Dtype) -> Option<u32> {
 fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
+    convert(from, to, &x, n)
+}
+
+/// as_type's kernel on the current device: the first `n` elements of `x` as `to`, in a new buffer.
+pub fn convert(from: Dtype, to: Dtype, x: &BufferRef, n: u64) -> Result<BufferRef> {
     let (Some(i), Some(o)) = (type_code(from), type_code(to)) else {
         return Err(unsupported!("as_type from {} to {} has no device kernel", from.name(), to.name()));
     };
-    check_extent(&x, from.bytes(), 0, &[n], &[1])?;
+    check_extent(x, from.bytes(), 0, &[n], &[1])?;
     let out = alloc(n * to.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;
@@ -45,6 +50,6 @@ fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferRef, n: u64) -> R
         (true, _, _) => n.div_ceil(4),
         _ => n,
     };
-    dispatch_units(shaders::convert, i * 16 + o, &[&x, &out], push, units)?;
+    dispatch_units(shaders::convert, i * 16 + o, &[x, &out], push, units)?;
     Ok(out)
 }

@@ -79,6 +79,32 @@ fn dot(
     if k != k2 || batch != b_batch_n {
         return Err(arg_error!("dot: contracted or batch sizes differ ({k} vs {k2}, {batch} vs {b_batch_n})"));
     }
+    if batch * m * n == 0 {
+        return alloc(batch * m * n * eb);
+    }
+    let a = Operand { buf: &a_buf, count: element_count(&a_shape), strides: [a_bs, a_ms, a_ks] };
+    let b = Operand { buf: &b_buf, count: element_count(&b_shape), strides: [b_bs, b_ks, b_ns] };
+    if dtype == Dtype::BF16 {
+        bf16_gemm(&a, &b, batch, m, n, k)
+    } else {
+        gemm(dtype, &a, &b, batch, m, n, k)
+    }
+}
+
+/// A GEMM operand: its buffer (offset 0), the elements its strides span, and its strides
+/// ([batch, M, K] for A, [batch, K, N] for B).
+struct Operand<'a> {
+    buf: &'a BufferRef,
+    count: u64,
+    strides: [i64; 3],
+}
+
+/// The batch of M x N results of `a` times `b` (neither empty) into a new contiguous buffer,
+/// by the kernel the device and shape call for.
+fn gemm(dtype: Dtype, a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Result<BufferRef> {
+    let eb = dtype.bytes();
+    let (a_buf, [a_bs, a_ms, a_ks]) = (a.buf, a.strides);
+    let (b_buf, [b_bs, b_ks, b_ns]) = (b.buf, b.strides);
     // On CPU devices the barrier-free variants, unless their K loop would exceed lavapipe's loop
     // budget (the tiled kernel walks K in 16-wide steps, 17 loop iterations per step):
     // gemm_rows4 where its vectors line up and its grid (blocks of 4 rows on the second axis)
@@ -105,9 +131,6 @@ fn dot(
     let kernel = shaders::numeric(family, dtype, precise_dot())
         .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let out = alloc(batch * m * n * eb)?;
-    if batch * m * n == 0 {
-        return Ok(out);
-    }
     let mut push = Push::new();
     push.set(0, m)?;
     push.set(1, n)?;
@@ -128,7 +151,7 @@ fn dot(
             push.set_strides(5, &[chunk as i64 * a_ks, a_ms, a_ks])?;
             push.set_strides(9, &[chunk as i64 * b_ks, b_ks, b_ns])?;
             let groups = [n.div_ceil(16) as u32, m.div_ceil(16) as u32, splits as u32];
-            dispatch(kernel, 0, &[&a_buf, &b_buf, &partial], push, groups)?;
+            dispatch(kernel, 0, &[a_buf, b_buf, &partial], push, groups)?;
             return super::reduce::sum_axes(dtype, &partial, &[splits, m * n], &[0]);
         }
     }
@@ -146,9 +169,101 @@ fn dot(
         let groups = gemm_grid(family, batch, m, n).ok_or_else(|| unsupported!("dot has no kernel of {family:?}"))?;
         (rows4.filter(|_| family == Family::GemmRows4).unwrap_or(0), groups)
     };
-    dispatch(kernel, op, &[&a_buf, &b_buf, &out], push, groups?)?;
+    dispatch(kernel, op, &[a_buf, b_buf, &out], push, groups?)?;
     Ok(out)
 }
+
+/// A bf16 GEMM: on the f16 tensor cores where the device has them and the shape is theirs
+/// (`bf16_tensor_cores`), else as every other bf16 op computes, through f32: the operands widened
+/// exactly, the f32 GEMM, its result cast as Nx casts.
+fn bf16_gemm(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Result<BufferRef> {
+    if !cpu_device() && !precise_dot() && m >= 128 && n >= 128 && coop_bf16_usable() {
+        if let Some(out) = bf16_tensor_cores(a, b, batch, m, n, k)? {
+            return Ok(out);
+        }
+    }
+    let widen = |x: &Operand| super::convert::convert(Dtype::BF16, Dtype::F32, x.buf, x.count);
+    let (a32, b32) = (widen(a)?, widen(b)?);
+    let c32 = gemm(
+        Dtype::F32,
+        &Operand { buf: &a32, ..*a },
+        &Operand { buf: &b32, ..*b },
+        batch,
+        m,
+        n,
+        k,
+    )?;
+    super::convert::convert(Dtype::F32, Dtype::BF16, &c32, batch * m * n)
+}
+
+/// bf16 on the f16 tensor cores (cuBLAS-class GPUs multiply bf16 natively; Vulkan's tensor-core
+/// path, through the glslang Debian ships, takes f16 only). bf16 keeps f32's exponent range in 8
+/// significant bits, so each operand line (a row of A, a column of B: the K values one output
+/// reads from it) is scaled by a power of two that takes its largest value to f16's top binade,
+/// where every value of the line within 29 binades of it is an f16 exactly (bf16_scale.comp); the
+/// f32 sums of the tensor cores, times the two scales' inverse, are then what an f32 GEMM of the
+/// same values gives up to the order of its sums. Lines that cannot be scaled so (a NaN, an
+/// infinity, a subnormal, or values spread over more binades) are marked on the device, and their
+/// outputs computed from the bf16 values by gemm_bf16_fixup.comp, which returns at once when there
+/// are none: no host read decides anything. Five dispatches: the flag cleared, the two scaled
+/// copies, the GEMM, the fix-up. None where a grid does not fit the device (the f32 path then).
+fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Result<Option<BufferRef>> {
+    // Each operand as lines of K: A's rows, B's columns. A line-contiguous operand (A
+    // transposed, B row-major) is read 32 lines at a time and copied K-major, else line by line
+    // and copied line-major: (line stride, K stride) in and the copy's out.
+    let walk = |line_stride: i64, k_stride: i64, lines: u64| {
+        let lfast = line_stride == 1 && k_stride != 1;
+        let groups = batch * if lfast { lines.div_ceil(32) } else { lines };
+        (lfast, groups, if lfast { (1, lines as i64) } else { (k as i64, 1) })
+    };
+    let (a_lfast, a_groups, (a_ms, a_ks)) = walk(a.strides[1], a.strides[2], m);
+    let (b_lfast, b_groups, (b_ns, b_ks)) = walk(b.strides[2], b.strides[1], n);
+    let a_strides = [(m * k) as i64, a_ms, a_ks];
+    let b_strides = [(n * k) as i64, b_ks, b_ns];
+    let block = coop_block(batch, m, n, a_strides, b_strides);
+    let (rows, cols) = coop_shape(block);
+    let fits = a_groups.max(b_groups).max(batch * m) <= MAX_GRID_GROUPS;
+    let gemm_groups = block_grid([n.div_ceil(cols), m.div_ceil(rows), batch], String::new).ok();
+    let Some(gemm_groups) = gemm_groups.filter(|_| fits) else {
+        return Ok(None);
+    };
+    let ctl = alloc((1 + batch * (m + n)) * 4)?;
+    let mut clear = Push::new();
+    clear.set(0, 1)?;
+    dispatch(shaders::fill_b4, 0, &[&ctl], clear, [1, 1, 1])?;
+    let scaled = |x: &Operand, lines: u64, strides: [i64; 3], lfast: bool, groups: u64, first_scale: u64| -> Result<BufferRef> {
+        let copy = alloc(batch * lines * k * 2)?;
+        let mut push = Push::new();
+        push.set(0, lines)?;
+        push.set(1, k)?;
+        push.set(2, batch)?;
+        push.set(3, 0)?;
+        push.set_strides(4, &strides)?;
+        push.set(7, first_scale)?;
+        dispatch_writing(shaders::bf16_scale, lfast as u32, &[x.buf, &copy, &ctl], 2, push, grid(groups))?;
+        Ok(copy)
+    };
+    let a16 = scaled(a, m, [a.strides[0], a.strides[1], a.strides[2]], a_lfast, a_groups, 1)?;
+    let b16 = scaled(b, n, [b.strides[0], b.strides[2], b.strides[1]], b_lfast, b_groups, 1 + batch * m)?;
+    let mut push = Push::new();
+    push.set(0, m)?;
+    push.set(1, n)?;
+    push.set(2, k)?;
+    push.set(3, batch)?;
+    push.set(4, 0)?;
+    push.set_strides(5, &a_strides)?;
+    push.set(8, 0)?;
+    push.set_strides(9, &b_strides)?;
+    let out = alloc(batch * m * n * 2)?;
+    dispatch(shaders::gemm_coop_bf16, block, &[&a16, &b16, &ctl, &out], push.clone(), gemm_groups)?;
+    push.set_strides(5, &a.strides)?;
+    push.set_strides(9, &b.strides)?;
+    dispatch(shaders::gemm_bf16_fixup, 0, &[a.buf, b.buf, &ctl, &out], push, grid(batch * m))?;
+    Ok(Some(out))
+}
+
+/// The most workgroups `grid` lays out (65535 x 65535).
+const MAX_GRID_GROUPS: u64 = 65535 * 65535;
 
 /// gemm_rows4.comp's layout (its specialization constant: bit 0, A's 16-byte vectors run along K,
 /// else along M; bit 1, B's along K, else along N) for a GEMM of 4-byte elements whose operands
@@ -245,10 +360,12 @@ const KSPLIT_MIN_K: u64 = 256;
 /// of a large GPU).
 const SPLIT_K_TILES: u64 = 256;
 
-/// Whether gemm_coop.comp's pipeline builds on this device, tried once: where it does not, the
-/// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel.
-/// Per device.
+/// Whether gemm_coop.comp's pipelines build on this device, tried once: where they do not, the
+/// reason stays (stats/0's `gemm_coop`) and f16 GEMMs take the register-blocked kernel. The same
+/// for the bf16 kernels (bf16_tensor_cores: bf16 GEMMs then go through f32). Per device.
 static COOP: [once_cell::sync::OnceCell<std::result::Result<(), String>>; crate::context::MAX_DEVICES] =
+    [const { once_cell::sync::OnceCell::new() }; crate::context::MAX_DEVICES];
+static COOP_BF16: [once_cell::sync::OnceCell<std::result::Result<(), String>>; crate::context::MAX_DEVICES] =
     [const { once_cell::sync::OnceCell::new() }; crate::context::MAX_DEVICES];
 
 /// gemm_coop.comp's block shapes (its specialization constant, see the shader) by the name
@@ -291,12 +408,19 @@ fn coop_block(batch: u64, m: u64, n: u64, a: [i64; 3], b: [i64; 3]) -> u32 {
 /// on when a pipeline got built.
 pub fn probe_coop() -> Result<()> {
     if crate::policy::gemm_coop() && ctx()?.info.coopmat_f16 {
-        COOP[crate::context::current()].get_or_init(|| {
-            COOP_BLOCKS.iter().try_for_each(|&(block, name)| {
-                crate::pipelines::pipeline(shaders::gemm_coop_f16, block)
+        let build = |kernels: &[(crate::pipelines::Kernel, u32, &str)]| {
+            kernels.iter().try_for_each(|&(kernel, op, name)| {
+                crate::pipelines::pipeline(kernel, op)
                     .and_then(|p| p.get().map(|_| ()))
-                    .map_err(|e| format!("block {name}: {e:?}"))
+                    .map_err(|e| format!("{} {name}: {e:?}", kernel.name))
             })
+        };
+        let blocks = |kernel: crate::pipelines::Kernel| COOP_BLOCKS.map(|(block, name)| (kernel, block, name));
+        let device = crate::context::current();
+        COOP[device].get_or_init(|| build(&blocks(shaders::gemm_coop_f16)));
+        COOP_BF16[device].get_or_init(|| {
+            build(&blocks(shaders::gemm_coop_bf16))?;
+            build(&[(shaders::bf16_scale, 0, "by line"), (shaders::bf16_scale, 1, "by 32 lines"), (shaders::gemm_bf16_fixup, 0, "")])
         });
     }
     Ok(())
@@ -306,14 +430,23 @@ fn coop_usable() -> bool {
     crate::policy::gemm_coop() && matches!(COOP[crate::context::current()].get(), Some(Ok(())))
 }
 
+fn coop_bf16_usable() -> bool {
+    crate::policy::gemm_coop() && matches!(COOP_BF16[crate::context::current()].get(), Some(Ok(())))
+}
+
 /// The tensor-core GEMM's state: "unavailable" (no cooperative matrices), "off" (not asked
-/// for, NXV_GEMM_COOP), "untried", "ok", or why its pipeline failed.
+/// for, NXV_GEMM_COOP), "untried", "ok", or why its pipeline failed; and why the bf16 kernels'
+/// failed where only they did.
 pub fn coop_status() -> String {
-    match (ctx().map(|c| c.info.coopmat_f16), COOP[crate::context::current()].get()) {
+    let device = crate::context::current();
+    match (ctx().map(|c| c.info.coopmat_f16), COOP[device].get()) {
         (Ok(false) | Err(_), _) => "unavailable".into(),
         (Ok(true), _) if !crate::policy::gemm_coop() => "off".into(),
         (Ok(true), None) => "untried".into(),
-        (Ok(true), Some(Ok(()))) => "ok".into(),
+        (Ok(true), Some(Ok(()))) => match COOP_BF16[device].get() {
+            Some(Err(e)) => format!("ok (bf16: {e})"),
+            _ => "ok".into(),
+        },
         (Ok(true), Some(Err(e))) => e.clone(),
     }
 }

@@ -259,9 +259,14 @@ pub fn grid(groups: u64) -> [u32; 3] {
     [x as u32, groups.div_ceil(x) as u32, 1]
 }
 
-/// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`.
+/// Queues one dispatch of `kernel` (specialized with `op`) over `bindings`, the last written.
 pub fn dispatch(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, groups: [u32; 3]) -> Result<()> {
-    record(kernel.name, pipeline(kernel, op)?, bindings, push, groups)
+    dispatch_writing(kernel, op, bindings, 1, push, groups)
+}
+
+/// The same for a kernel that writes its last `writes` bindings.
+pub fn dispatch_writing(kernel: Kernel, op: u32, bindings: &[&BufferRef], writes: usize, push: Push, groups: [u32; 3]) -> Result<()> {
+    record(kernel.name, pipeline(kernel, op)?, bindings, writes, push, groups)
 }
 
 /// Queues an element-wise kernel over `n` elements: a kernel that visits several elements per
@@ -277,18 +282,19 @@ pub fn dispatch_elements(kernel: Kernel, op: u32, bindings: &[&BufferRef], push:
 pub fn dispatch_units(kernel: Kernel, op: u32, bindings: &[&BufferRef], push: Push, units: u64) -> Result<()> {
     let pipeline = pipeline(kernel, op)?;
     let groups = elementwise_groups(units.div_ceil(pipeline.per_invocation as u64));
-    record(kernel.name, pipeline, bindings, push, groups)
+    record(kernel.name, pipeline, bindings, 1, push, groups)
 }
 
 fn record(
     name: &'static str,
     pipeline: crate::pipelines::PipelineRef,
     bindings: &[&BufferRef],
+    writes: usize,
     push: Push,
     groups: [u32; 3],
 ) -> Result<()> {
     let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
-    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes: 1 };
+    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes };
     record_command(Command::Dispatch(dispatch), bindings)
 }
 
