@@ -19,6 +19,11 @@ int bf16_line_scale(uint hi, uint lo) {
   return 15 - e;
 }
 
+// Line `line`'s scale from its two words in `ctl` (bf16_scale.comp's range pass: the largest
+// magnitude, and 0xffff minus the smallest nonzero one).
+#define BF16_LINE_SCALE(ctl, line) \
+  bf16_line_scale(uint(ctl[1u + 2u * (line)]), 0xffffu - uint(ctl[2u + 2u * (line)]))
+
 // The f16 bits of bf16 value v (bits) times 2^s, for s from bf16_line_scale of v's line: the
 // exponent moves (into f16's normal range, 1..30 biased) and the 7-bit significand widens.
 uint bf16_to_f16_scaled(uint v, int s) {

@@ -22,12 +22,12 @@ void main() {
   uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
   if (row >= batch * M) return;
   uint bt = row / M, m = row % M;
-  bool wide_row = ctl[1u + row] == BF16_WIDE;
-  uint b_scales = 1u + batch * M + bt * N;
+  bool wide_row = BF16_LINE_SCALE(ctl, row) == BF16_WIDE;
+  uint b_lines = batch * M + bt * N;
   int a0 = int(pc[4]) + int(bt) * int(pc[5]) + int(m) * int(pc[6]), aks = int(pc[7]);
   int b0 = int(pc[8]) + int(bt) * int(pc[9]), bks = int(pc[10]), bns = int(pc[11]);
   for (uint n = gl_LocalInvocationID.x; n < N; n += 256u) {
-    if (!wide_row && ctl[b_scales + n] != BF16_WIDE) continue;
+    if (!wide_row && BF16_LINE_SCALE(ctl, b_lines + n) != BF16_WIDE) continue;
     float acc = 0.0;
     for (uint k = 0u; k < K; ++k)
       acc = fma(bf16_to_float(uint(a[a0 + int(k) * aks])), bf16_to_float(uint(b[b0 + int(k) * bks + int(n) * bns])), acc);

@@ -63,8 +63,8 @@ layout(set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
 #ifdef BF16_OUT
 // bf16 results (binding 3) from operands that bf16_scale.comp scaled per line into f16, with
 // their scales (binding 2): each output is its f32 sum times 2^-(A line's scale + B line's),
-// truncated to bf16 as Nx casts; outputs of wide lines are gemm_bf16_fixup.comp's. Scales: A's
-// at ctl[1 + b M + m], B's at ctl[1 + batch M + b N + n].
+// truncated to bf16 as Nx casts; outputs of wide lines are gemm_bf16_fixup.comp's. Lines: A's
+// row m of batch b is line b M + m, B's column n line batch M + b N + n.
 #include "bf16.glsl"
 layout(set = 0, binding = 2) readonly buffer Ctl { int ctl[]; };
 layout(set = 0, binding = 3) writeonly buffer C { uint16_t c[]; };
@@ -219,7 +219,7 @@ void main() {
   // memory (512 of its 640), free after the barrier above. Lane l takes row l / 2, columns
   // 8 (l % 2) .. + 7: two vectors in, one out.
   uint scratch = sg * 64u;
-  uint b_scales = 1u + pc[3] * M + batch * N;
+  uint b_lines = pc[3] * M + batch * N;
   [[unroll]] for (uint i = 0u; i < FM; ++i) {
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], ta, scratch, 4u, false);
@@ -231,12 +231,12 @@ void main() {
       uint col = col0 + sc + 16u * j + (lane % 2u) * 8u;
       uint o = (batch * M + r) * N + col;
       if (r < M) {
-        int sa = ctl[1u + batch * M + r];
+        int sa = BF16_LINE_SCALE(ctl, batch * M + r);
         uint h[8];
         bool mine[8];
         bool whole = (o % 8u) == 0u;
         [[unroll]] for (uint q = 0u; q < 8u; ++q) {
-          int sb = col + q < N ? ctl[b_scales + col + q] : BF16_WIDE;
+          int sb = col + q < N ? BF16_LINE_SCALE(ctl, b_lines + col + q) : BF16_WIDE;
           mine[q] = sa != BF16_WIDE && sb != BF16_WIDE;
           whole = whole && mine[q];
           float v = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);

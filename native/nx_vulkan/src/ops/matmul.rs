@@ -205,33 +205,39 @@ fn bf16_gemm(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Re
 /// same values gives up to the order of its sums. Lines that cannot be scaled so (a NaN, an
 /// infinity, a subnormal, or values spread over more binades) are marked on the device, and their
 /// outputs computed from the bf16 values by gemm_bf16_fixup.comp, which returns at once when there
-/// are none: no host read decides anything. Five dispatches: the flag cleared, the two scaled
-/// copies, the GEMM, the fix-up. None where a grid does not fit the device (the f32 path then).
+/// are none: no host read decides anything. Seven dispatches: the lines' ranges cleared, each
+/// operand's ranges and scaled copy, the GEMM, the fix-up. None where a grid does not fit the
+/// device (the f32 path then).
 fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Result<Option<BufferRef>> {
     // Each operand as lines of K: A's rows, B's columns. A line-contiguous operand (A
     // transposed, B row-major) is read 32 lines at a time and copied K-major, else line by line
     // and copied line-major: (line stride, K stride) in and the copy's out.
+    // Each operand as lines of K: A's rows, B's columns. bf16_scale.comp walks it in tiles along
+    // its unit-stride axis (LFAST: the lines, as A transposed or B row-major; else K) and copies
+    // it in that order: ((line stride, K stride) of the copy, tiles).
     let walk = |line_stride: i64, k_stride: i64, lines: u64| {
         let lfast = line_stride == 1 && k_stride != 1;
-        let groups = batch * if lfast { lines.div_ceil(32) } else { lines };
-        (lfast, groups, if lfast { (1, lines as i64) } else { (k as i64, 1) })
+        let tiles = batch * lines.div_ceil(64) * k.div_ceil(64);
+        (lfast, tiles, if lfast { (1, lines as i64) } else { (k as i64, 1) })
     };
-    let (a_lfast, a_groups, (a_ms, a_ks)) = walk(a.strides[1], a.strides[2], m);
-    let (b_lfast, b_groups, (b_ns, b_ks)) = walk(b.strides[2], b.strides[1], n);
+    let (a_lfast, a_tiles, (a_ms, a_ks)) = walk(a.strides[1], a.strides[2], m);
+    let (b_lfast, b_tiles, (b_ns, b_ks)) = walk(b.strides[2], b.strides[1], n);
     let a_strides = [(m * k) as i64, a_ms, a_ks];
     let b_strides = [(n * k) as i64, b_ks, b_ns];
     let block = coop_block(batch, m, n, a_strides, b_strides);
     let (rows, cols) = coop_shape(block);
-    let fits = a_groups.max(b_groups).max(batch * m) <= MAX_GRID_GROUPS;
+    let fits = a_tiles.max(b_tiles).max(batch * m) <= MAX_GRID_GROUPS;
     let gemm_groups = block_grid([n.div_ceil(cols), m.div_ceil(rows), batch], String::new).ok();
     let Some(gemm_groups) = gemm_groups.filter(|_| fits) else {
         return Ok(None);
     };
-    let ctl = alloc((1 + batch * (m + n)) * 4)?;
+    let ctl_words = 1 + 2 * batch * (m + n);
+    let ctl = alloc(ctl_words * 4)?;
     let mut clear = Push::new();
-    clear.set(0, 1)?;
-    dispatch(shaders::fill_b4, 0, &[&ctl], clear, [1, 1, 1])?;
-    let scaled = |x: &Operand, lines: u64, strides: [i64; 3], lfast: bool, groups: u64, first_scale: u64| -> Result<BufferRef> {
+    clear.set(0, ctl_words)?;
+    dispatch(shaders::fill_b4, 0, &[&ctl], clear, elementwise_groups(ctl_words))?;
+    // Per operand: the lines' ranges, then (every line's range known) the scaled copy.
+    let scaled = |x: &Operand, lines: u64, strides: [i64; 3], lfast: bool, tiles: u64, first_line: u64| -> Result<BufferRef> {
         let copy = alloc(batch * lines * k * 2)?;
         let mut push = Push::new();
         push.set(0, lines)?;
@@ -239,12 +245,14 @@ fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u6
         push.set(2, batch)?;
         push.set(3, 0)?;
         push.set_strides(4, &strides)?;
-        push.set(7, first_scale)?;
-        dispatch_writing(shaders::bf16_scale, lfast as u32, &[x.buf, &copy, &ctl], 2, push, grid(groups))?;
+        push.set(7, first_line)?;
+        let mode = lfast as u32;
+        dispatch_writing(shaders::bf16_scale, mode, &[x.buf, &copy, &ctl], 1, push.clone(), grid(tiles))?;
+        dispatch_writing(shaders::bf16_scale, mode | 2, &[x.buf, &copy, &ctl], 2, push, grid(tiles))?;
         Ok(copy)
     };
-    let a16 = scaled(a, m, [a.strides[0], a.strides[1], a.strides[2]], a_lfast, a_groups, 1)?;
-    let b16 = scaled(b, n, [b.strides[0], b.strides[2], b.strides[1]], b_lfast, b_groups, 1 + batch * m)?;
+    let a16 = scaled(a, m, a.strides, a_lfast, a_tiles, 0)?;
+    let b16 = scaled(b, n, [b.strides[0], b.strides[2], b.strides[1]], b_lfast, b_tiles, batch * m)?;
     let mut push = Push::new();
     push.set(0, m)?;
     push.set(1, n)?;
@@ -420,7 +428,9 @@ pub fn probe_coop() -> Result<()> {
         COOP[device].get_or_init(|| build(&blocks(shaders::gemm_coop_f16)));
         COOP_BF16[device].get_or_init(|| {
             build(&blocks(shaders::gemm_coop_bf16))?;
-            build(&[(shaders::bf16_scale, 0, "by line"), (shaders::bf16_scale, 1, "by 32 lines"), (shaders::gemm_bf16_fixup, 0, "")])
+            let passes = [(0, "range"), (1, "range, lines contiguous"), (2, "copy"), (3, "copy, lines contiguous")];
+            build(&passes.map(|(mode, name)| (shaders::bf16_scale, mode, name)))?;
+            build(&[(shaders::gemm_bf16_fixup, 0, "")])
         });
     }
     Ok(())
