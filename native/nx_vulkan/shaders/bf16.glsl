@@ -47,6 +47,12 @@ float scale_exact(float v, int t) {
   return ldexp(uintBitsToFloat((bits & 0x807fffffu) | (1u << 23)), to - 1);
 }
 
+// The same, by one multiply where 2^t is a normal f32 (exact unless the product leaves the normal
+// range, where IEEE multiplication rounds or overflows as scale_exact does; a GPU may flush).
+float bf16_unscale(float v, int t) {
+  return abs(t) <= 126 ? v * uintBitsToFloat(uint(t + 127) << 23) : scale_exact(v, t);
+}
+
 float bf16_to_float(uint v) { return uintBitsToFloat(v << 16); }
 
 // f32 to bf16 bits as Nx writes it (convert.comp): the top 16 bits, NaN as the positive quiet NaN.

@@ -232,21 +232,22 @@ void main() {
       uint o = (batch * M + r) * N + col;
       if (r < M) {
         int sa = BF16_LINE_SCALE(ctl, batch * M + r);
-        uint h[8];
-        bool mine[8];
-        bool whole = (o % 8u) == 0u;
+        // Few live registers here: the 128x256 block's accumulators hold 128 of them.
+        uvec4 packed = uvec4(0u);
+        uint mine = 0u;  // bit q: output q is this kernel's (neither line wide)
         [[unroll]] for (uint q = 0u; q < 8u; ++q) {
           int sb = col + q < N ? BF16_LINE_SCALE(ctl, b_lines + col + q) : BF16_WIDE;
-          mine[q] = sa != BF16_WIDE && sb != BF16_WIDE;
-          whole = whole && mine[q];
-          float v = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
-          h[q] = mine[q] ? float_to_bf16(scale_exact(v, -(sa + sb))) : 0u;
+          if (sa != BF16_WIDE && sb != BF16_WIDE) {
+            float v = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
+            packed[q / 2u] |= float_to_bf16(bf16_unscale(v, -(sa + sb))) << (16u * (q % 2u));
+            mine |= 1u << q;
+          }
         }
-        if (whole) {
-          c8[o / 8u] = uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+        if (mine == 0xffu && (o % 8u) == 0u) {
+          c8[o / 8u] = packed;
         } else {
           [[unroll]] for (uint q = 0u; q < 8u; ++q)
-            if (mine[q]) c[o + q] = uint16_t(h[q]);
+            if (((mine >> q) & 1u) != 0u) c[o + q] = uint16_t((packed[q / 2u] >> (16u * (q % 2u))) & 0xffffu);
         }
       }
       subgroupMemoryBarrierShared();
