@@ -60,7 +60,11 @@ layout(set = 0, binding = 0) readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) readonly buffer B { T b[]; };
 layout(set = 0, binding = 0) readonly buffer A8 { uvec4 a8[]; };
 layout(set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
-#ifdef BF16_OUT
+#if defined(F32_OUT)
+// f32 results, the tensor cores' sums as they are (bf16_unscale.comp finishes a bf16 GEMM).
+layout(set = 0, binding = 2) writeonly buffer C { float c[]; };
+layout(set = 0, binding = 2) writeonly buffer C8 { uvec4 c8[]; };
+#elif defined(BF16_OUT)
 // bf16 results (binding 3) from operands that bf16_scale.comp scaled per line into f16, with
 // their scales (binding 2): each output is its f32 sum times 2^-(A line's scale + B line's),
 // truncated to bf16 as Nx casts; outputs of wide lines are gemm_bf16_fixup.comp's. Lines: A's
@@ -214,7 +218,35 @@ void main() {
     barrier();
   }
 
-#ifdef BF16_OUT
+#if defined(F32_OUT)
+  // Scratch: 64 vectors (one 16x16 f32 fragment, 4 vectors a row) per subgroup in the A tile's
+  // memory (512 of its 640), free after the barrier above. Lane l takes row l / 2, columns
+  // 8 (l % 2) .. + 7: two vectors.
+  uint scratch = sg * 64u;
+  [[unroll]] for (uint i = 0u; i < FM; ++i) {
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      coopMatStoreNV(acc[i][j], ta, scratch, 4u, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      uvec4 v0 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u];
+      uvec4 v1 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u + 1u];
+      uint r = row0 + sr + 16u * i + lane / 2u;
+      uint col = col0 + sc + 16u * j + (lane % 2u) * 8u;
+      uint o = (batch * M + r) * N + col;
+      if (r < M) {
+        if (col + 8u <= N && (o % 4u) == 0u) {
+          c8[o / 4u] = v0;
+          c8[o / 4u + 1u] = v1;
+        } else {
+          [[unroll]] for (uint q = 0u; q < 8u; ++q)
+            if (col + q < N) c[o + q] = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
+        }
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+    }
+  }
+#elif defined(BF16_OUT)
   // Scratch: 64 vectors (one 16x16 f32 fragment, 4 vectors a row) per subgroup in the A tile's
   // memory (512 of its 640), free after the barrier above. Lane l takes row l / 2, columns
   // 8 (l % 2) .. + 7: two vectors in, one out.

@@ -144,6 +144,8 @@ kernels! {
     // copies, the GEMM with bf16 results, the outputs of lines f16 cannot hold.
     bf16_scale => "shaders/bf16_scale.comp";
     gemm_coop_bf16 => "shaders/gemm_coop.comp", "T" = "float16_t", "BF16_OUT" = "1";
+    gemm_coop_f32out => "shaders/gemm_coop.comp", "T" = "float16_t", "F32_OUT" = "1";
+    bf16_unscale => "shaders/bf16_unscale.comp";
     gemm_bf16_fixup => "shaders/gemm_bf16_fixup.comp";
     // Precise f32 unary ops on 16-byte vectors (ops/elementwise.rs says which ops take it).
     unary_f32p_v4 => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";

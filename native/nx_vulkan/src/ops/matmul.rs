@@ -263,12 +263,22 @@ fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u6
     push.set(8, 0)?;
     push.set_strides(9, &b_strides)?;
     let out = alloc(batch * m * n * 2)?;
-    dispatch(shaders::gemm_coop_bf16, block, &[&a16, &b16, &ctl, &out], push.clone(), gemm_groups)?;
+    if BF16_SUMS_F32 {
+        let sums = alloc(batch * m * n * 4)?;
+        dispatch(shaders::gemm_coop_f32out, block, &[&a16, &b16, &sums], push.clone(), gemm_groups)?;
+        let groups = grid((batch * m * n.div_ceil(8)).div_ceil(256));
+        dispatch(shaders::bf16_unscale, 0, &[&sums, &ctl, &out], push.clone(), groups)?;
+    } else {
+        dispatch(shaders::gemm_coop_bf16, block, &[&a16, &b16, &ctl, &out], push.clone(), gemm_groups)?;
+    }
     push.set_strides(5, &a.strides)?;
     push.set_strides(9, &b.strides)?;
     dispatch(shaders::gemm_bf16_fixup, 0, &[a.buf, b.buf, &ctl, &out], push, grid(batch * m))?;
     Ok(Some(out))
 }
+
+/// Experiment (A/B on a GPU): the tensor cores' f32 sums to memory, unscaled by a pass of their own.
+const BF16_SUMS_F32: bool = false;
 
 /// The most workgroups `grid` lays out (65535 x 65535).
 const MAX_GRID_GROUPS: u64 = 65535 * 65535;
@@ -428,6 +438,8 @@ pub fn probe_coop() -> Result<()> {
         COOP[device].get_or_init(|| build(&blocks(shaders::gemm_coop_f16)));
         COOP_BF16[device].get_or_init(|| {
             build(&blocks(shaders::gemm_coop_bf16))?;
+            build(&blocks(shaders::gemm_coop_f32out))?;
+            build(&[(shaders::bf16_unscale, 0, "")])?;
             let passes = [(0, "range"), (1, "range, lines contiguous"), (2, "copy"), (3, "copy, lines contiguous")];
             build(&passes.map(|(mode, name)| (shaders::bf16_scale, mode, name)))?;
             build(&[(shaders::gemm_bf16_fixup, 0, "")])
