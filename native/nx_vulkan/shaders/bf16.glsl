@@ -1,5 +1,5 @@
 // bf16 bits for the GEMM that runs bf16 on the f16 tensor cores (bf16_scale.comp,
-// gemm_coop.comp's BF16_OUT, gemm_bf16_fixup.comp; ops/matmul.rs bf16_gemm).
+// bf16_unscale.comp, gemm_bf16_fixup.comp; ops/matmul.rs bf16_tensor_cores).
 #ifndef NXV_BF16_GLSL
 #define NXV_BF16_GLSL
 

@@ -74,7 +74,8 @@ void copy8(uint h[8], uint fast, uint slow) {
   if (wide) atomicOr(ctl[0], 1);
   uint o = (b * slow_n + slow) * fast_n + fast;
   if (fast + 8u <= fast_n && fast_n % 8u == 0u) {
-    y8[o / 8u] = uvec4(f[0] | (f[1] << 16), f[2] | (f[3] << 16), f[4] | (f[5] << 16), f[6] | (f[7] << 16));
+    y8[o / 8u] =
+        uvec4(f[0] | (f[1] << 16), f[2] | (f[3] << 16), f[4] | (f[5] << 16), f[6] | (f[7] << 16));
   } else {
     [[unroll]] for (uint q = 0u; q < 8u; ++q)
       if (fast + q < fast_n) y[o + q] = uint16_t(f[q]);

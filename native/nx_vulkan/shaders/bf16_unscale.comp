@@ -38,7 +38,8 @@ void main() {
     if (col + q < N) {
       float x = whole ? uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]) : sums[o + q];
       int sb = BF16_LINE_SCALE(ctl, b_lines + col + q);
-      uint h = (sa == BF16_WIDE || sb == BF16_WIDE) ? 0u : float_to_bf16(bf16_unscale(x, -(sa + sb)));
+      bool wide = sa == BF16_WIDE || sb == BF16_WIDE;
+      uint h = wide ? 0u : float_to_bf16(bf16_unscale(x, -(sa + sb)));
       packed[q / 2u] |= h << (16u * (q % 2u));
     }
   }

@@ -21,8 +21,7 @@
 // are gathered through the strides (zeros past the edges). Results leave through a per-subgroup
 // scratch fragment (in the A tile's memory, after the last step), 16 bytes a lane where the row
 // allows.
-// Bindings and push constants as gemm.comp (T is float16_t; with BF16_OUT, the scales at binding 2
-// and C, bf16, at 3: see there). Dispatch: (ceil(N/BN), ceil(M/BM), batch); needs a subgroup
+// Bindings and push constants as gemm.comp (T is float16_t; with F32_OUT, C holds the f32 sums). Dispatch: (ceil(N/BN), ceil(M/BM), batch); needs a subgroup
 // size of 32.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -64,15 +63,6 @@ layout(set = 0, binding = 1) readonly buffer B8 { uvec4 b8[]; };
 // f32 results, the tensor cores' sums as they are (bf16_unscale.comp finishes a bf16 GEMM).
 layout(set = 0, binding = 2) writeonly buffer C { float c[]; };
 layout(set = 0, binding = 2) writeonly buffer C8 { uvec4 c8[]; };
-#elif defined(BF16_OUT)
-// bf16 results (binding 3) from operands that bf16_scale.comp scaled per line into f16, with
-// their scales (binding 2): each output is its f32 sum times 2^-(A line's scale + B line's),
-// truncated to bf16 as Nx casts; outputs of wide lines are gemm_bf16_fixup.comp's. Lines: A's
-// row m of batch b is line b M + m, B's column n line batch M + b N + n.
-#include "bf16.glsl"
-layout(set = 0, binding = 2) readonly buffer Ctl { int ctl[]; };
-layout(set = 0, binding = 3) writeonly buffer C { uint16_t c[]; };
-layout(set = 0, binding = 3) writeonly buffer C8 { uvec4 c8[]; };
 #else
 layout(set = 0, binding = 2) writeonly buffer C { T c[]; };
 layout(set = 0, binding = 2) writeonly buffer C8 { uvec4 c8[]; };
@@ -240,46 +230,6 @@ void main() {
         } else {
           [[unroll]] for (uint q = 0u; q < 8u; ++q)
             if (col + q < N) c[o + q] = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
-        }
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-    }
-  }
-#elif defined(BF16_OUT)
-  // Scratch: 64 vectors (one 16x16 f32 fragment, 4 vectors a row) per subgroup in the A tile's
-  // memory (512 of its 640), free after the barrier above. Lane l takes row l / 2, columns
-  // 8 (l % 2) .. + 7: two vectors in, one out.
-  uint scratch = sg * 64u;
-  uint b_lines = pc[3] * M + batch * N;
-  [[unroll]] for (uint i = 0u; i < FM; ++i) {
-    [[unroll]] for (uint j = 0u; j < FN; ++j) {
-      coopMatStoreNV(acc[i][j], ta, scratch, 4u, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      uvec4 v0 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u];
-      uvec4 v1 = ta[scratch + (lane / 2u) * 4u + (lane % 2u) * 2u + 1u];
-      uint r = row0 + sr + 16u * i + lane / 2u;
-      uint col = col0 + sc + 16u * j + (lane % 2u) * 8u;
-      uint o = (batch * M + r) * N + col;
-      if (r < M) {
-        int sa = BF16_LINE_SCALE(ctl, batch * M + r);
-        // Few live registers here: the 128x256 block's accumulators hold 128 of them.
-        uvec4 packed = uvec4(0u);
-        uint mine = 0u;  // bit q: output q is this kernel's (neither line wide)
-        [[unroll]] for (uint q = 0u; q < 8u; ++q) {
-          int sb = col + q < N ? BF16_LINE_SCALE(ctl, b_lines + col + q) : BF16_WIDE;
-          if (sa != BF16_WIDE && sb != BF16_WIDE) {
-            float v = uintBitsToFloat(q < 4u ? v0[q] : v1[q - 4u]);
-            packed[q / 2u] |= float_to_bf16(bf16_unscale(v, -(sa + sb))) << (16u * (q % 2u));
-            mine |= 1u << q;
-          }
-        }
-        if (mine == 0xffu && (o % 8u) == 0u) {
-          c8[o / 8u] = packed;
-        } else {
-          [[unroll]] for (uint q = 0u; q < 8u; ++q)
-            if (((mine >> q) & 1u) != 0u) c[o + q] = uint16_t((packed[q / 2u] >> (16u * (q % 2u))) & 0xffffu);
         }
       }
       subgroupMemoryBarrierShared();

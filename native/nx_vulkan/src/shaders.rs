@@ -140,10 +140,9 @@ numeric_family!(window_scatter, "shaders/window_scatter.comp", [], [F32, F64, F1
 
 kernels! {
     gemm_coop_f16 => "shaders/gemm_coop.comp", "T" = "float16_t";
-    // bf16 GEMMs on the f16 tensor cores (ops/matmul.rs bf16_gemm): the operands' scaled f16
-    // copies, the GEMM with bf16 results, the outputs of lines f16 cannot hold.
+    // bf16 GEMMs on the f16 tensor cores (ops/matmul.rs bf16_tensor_cores): the operands' scaled
+    // f16 copies, the GEMM's f32 sums, their bf16 results, the outputs of lines f16 cannot hold.
     bf16_scale => "shaders/bf16_scale.comp";
-    gemm_coop_bf16 => "shaders/gemm_coop.comp", "T" = "float16_t", "BF16_OUT" = "1";
     gemm_coop_f32out => "shaders/gemm_coop.comp", "T" = "float16_t", "F32_OUT" = "1";
     bf16_unscale => "shaders/bf16_unscale.comp";
     gemm_bf16_fixup => "shaders/gemm_bf16_fixup.comp";
