@@ -70,7 +70,7 @@ pub fn gemm_block() -> u32 {
     GEMM_BLOCK.load(Ordering::Relaxed)
 }
 
-/// Whether f16 GEMMs take the tensor-core kernel (gemm_coop.comp) where the device has NV
+/// Whether f16 (and bf16) GEMMs take the tensor-core kernel (gemm_coop.comp) where the device has NV
 /// cooperative matrices, and with which block: 0 off (NXV_GEMM_COOP=0), 1 the block by shape
 /// (ops/matmul.rs coop_block), 2 + b block b forced (NXV_GEMM_COOP=128x256, ..., to measure
 /// crossovers). Set at start by configure: on the H200 the tensor cores measured 125 TFLOP/s at
