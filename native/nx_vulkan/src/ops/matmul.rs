@@ -131,15 +131,7 @@ fn gemm(dtype: Dtype, a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u
     let kernel = shaders::numeric(family, dtype, precise_dot())
         .ok_or_else(|| unsupported!("dot on {} has no device kernel yet", dtype.name()))?;
     let out = alloc(batch * m * n * eb)?;
-    let mut push = Push::new();
-    push.set(0, m)?;
-    push.set(1, n)?;
-    push.set(2, k)?;
-    push.set(3, batch)?;
-    push.set(4, 0)?;
-    push.set_strides(5, &[a_bs, a_ms, a_ks])?;
-    push.set(8, 0)?;
-    push.set_strides(9, &[b_bs, b_ks, b_ns])?;
+    let mut push = gemm_push(batch, m, n, k, [a_bs, a_ms, a_ks], [b_bs, b_ks, b_ns])?;
     if family == Family::Gemm && !cpu_device() {
         if let Some(splits) = k_splits(dtype, batch, m, n, k) {
             // Split-K: the S chunks of K as a batch of S GEMMs into S partial products, then
@@ -171,6 +163,17 @@ fn gemm(dtype: Dtype, a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u
     };
     dispatch(kernel, op, &[a_buf, b_buf, &out], push, groups?)?;
     Ok(out)
+}
+
+/// gemm.comp's push constants (the GEMM kernels' and their helpers'): sizes, then each operand's
+/// offset (0) and strides ([batch, M, K] for A, [batch, K, N] for B).
+fn gemm_push(batch: u64, m: u64, n: u64, k: u64, a: [i64; 3], b: [i64; 3]) -> Result<Push> {
+    let mut push = Push::new();
+    push.set_dims(0, &[m, n, k, batch, 0])?;
+    push.set_strides(5, &a)?;
+    push.set(8, 0)?;
+    push.set_strides(9, &b)?;
+    Ok(push)
 }
 
 /// A bf16 GEMM: on the f16 tensor cores where the device has them and the shape is theirs
@@ -256,22 +259,13 @@ fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u6
     };
     let a16 = scaled(a, m, a.strides, a_lfast, a_tiles, 0)?;
     let b16 = scaled(b, n, [b.strides[0], b.strides[2], b.strides[1]], b_lfast, b_tiles, batch * m)?;
-    let mut push = Push::new();
-    push.set(0, m)?;
-    push.set(1, n)?;
-    push.set(2, k)?;
-    push.set(3, batch)?;
-    push.set(4, 0)?;
-    push.set_strides(5, &a_strides)?;
-    push.set(8, 0)?;
-    push.set_strides(9, &b_strides)?;
     let out = alloc(batch * m * n * 2)?;
     let sums = alloc(batch * m * n * 4)?;
+    let push = gemm_push(batch, m, n, k, a_strides, b_strides)?;
     dispatch(shaders::gemm_coop_f32out, block, &[&a16, &b16, &sums], push.clone(), gemm_groups)?;
     let groups = grid((batch * m * n.div_ceil(8)).div_ceil(256));
-    dispatch(shaders::bf16_unscale, 0, &[&sums, &ctl, &out], push.clone(), groups)?;
-    push.set_strides(5, &a.strides)?;
-    push.set_strides(9, &b.strides)?;
+    dispatch(shaders::bf16_unscale, 0, &[&sums, &ctl, &out], push, groups)?;
+    let push = gemm_push(batch, m, n, k, a.strides, b.strides)?;
     dispatch(shaders::gemm_bf16_fixup, 0, &[a.buf, b.buf, &ctl, &out], push, grid(batch * m))?;
     Ok(Some(out))
 }
