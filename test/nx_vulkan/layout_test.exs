@@ -33,6 +33,21 @@ defmodule Nx.Vulkan.LayoutTest do
     assert_device(&Nx.slice(&1, [1, 7], [2, 65_537], strides: [1, 3]), [long])
   end
 
+  # CPU devices copy rows of 32+ elements by rows (a workgroup row per row, the innermost index
+  # the invocation's own, ops/layout.rs rows_grid): rank 2 and 3, more rows than one grid
+  # dimension holds, rows that do not fill a workgroup, 1- to 8-byte elements.
+  test "strided copies by rows: ranks 2 and 3, past 65535 rows, ragged rows, every width" do
+    rows = Nx.iota({40, 70_001}, type: :s32, backend: Nx.Vulkan.Backend)
+    assert_device(&Nx.transpose/1, [rows])
+    cube = Nx.iota({7, 45, 33}, type: :f32, backend: Nx.Vulkan.Backend)
+
+    for axes <- [[1, 0, 2], [2, 0, 1], [0, 2, 1]], type <- [:u8, :s16, :f32, :f64] do
+      assert_device(&Nx.transpose(&1, axes: axes), [Nx.as_type(cube, type)])
+    end
+
+    assert_device(&Nx.broadcast(&1, {3, 50, 97}, axes: [1, 2]), [Nx.iota({50, 1}, backend: Nx.Vulkan.Backend)])
+  end
+
   test "transposes and broadcasts that keep the elements' order share the input's buffer", %{t: t} do
     # Moving or adding axes of size 1 only: the same buffer (no copy), the BinaryBackend's values.
     unit = Nx.reshape(t, {2, 1, 3, 4})

@@ -45,6 +45,9 @@ layout(set = 0, binding = 2) buffer O { T y[]; };
 #else
 #define MAX_COPY_RANK 8
 layout(set = 0, binding = 1) buffer O { T y[]; };
+// Specialization constant 0 (ROWS) = 1: a 2-D grid by rows (CPU devices, ops/layout.rs).
+#define ROWS_VARIANT
+layout(constant_id = 0) const uint ROWS = 0;
 #endif
 // Where the dims and the two stride sets start in pc.
 #define DIMS_AT 4u
@@ -71,6 +74,32 @@ uint divide(uint n, int d, uint dim, bool magic_ready) {
 void main() {
   uint n = pc[0];
   uint rank = pc[1];
+#ifdef ROWS_VARIANT
+  if (ROWS != 0u) {
+    // By rows: the innermost index is the invocation's x, the row's the workgroup's y and z
+    // (65535 rows a z step), decoded over the outer dims (none for rank 2).
+    uint inner = rank - 1u;
+    uint c = gl_GlobalInvocationID.x;
+    uint row = gl_WorkGroupID.y + gl_WorkGroupID.z * 65535u;
+    if (c >= pc[DIMS_AT + inner] || row * pc[DIMS_AT + inner] >= n) return;
+    int io = int(pc[2]) + int(c) * int(pc[IN_STRIDES_AT + inner]);
+    int oo = int(pc[3]) + int(c) * int(pc[OUT_STRIDES_AT + inner]);
+    if (rank == 2u) {  // no loop: lavapipe's loops cost as much as the divisions they hold
+      y[oo + int(row) * int(pc[OUT_STRIDES_AT])] = x[io + int(row) * int(pc[IN_STRIDES_AT])];
+      return;
+    }
+    for (int d = int(inner) - 1; d >= 0; --d) {
+      uint dim = pc[DIMS_AT + d];
+      uint q = d == 0 ? 0u : row / dim;
+      int r = int(row - q * dim);
+      io += r * int(pc[IN_STRIDES_AT + d]);
+      oo += r * int(pc[OUT_STRIDES_AT + d]);
+      row = q;
+    }
+    y[oo] = x[io];
+    return;
+  }
+#endif
   // One dim needs no quotient (the index is the element's own), so no multipliers either.
   bool magic_ready = MAGIC && rank > 1u;
   if (magic_ready) {
