@@ -46,6 +46,9 @@ defmodule Nx.Vulkan.LayoutTest do
     end
 
     assert_device(&Nx.broadcast(&1, {3, 50, 97}, axes: [1, 2]), [Nx.iota({50, 1}, backend: Nx.Vulkan.Backend)])
+    # Rows needing more workgroups than a grid dimension is sure to hold (65535) go by element.
+    wide = Nx.iota({2, 4_200_000}, type: :u8, backend: Nx.Vulkan.Backend)
+    assert_device(&Nx.slice(&1, [0, 1], [2, 4_194_305]), [wide])
   end
 
   test "transposes and broadcasts that keep the elements' order share the input's buffer", %{t: t} do

@@ -36,7 +36,7 @@ fn rows_grid(dims: &[u64]) -> Option<[u32; 3]> {
     let wg = crate::policy::workgroup();
     let (&inner, outer) = dims.split_last()?;
     let rows: u64 = outer.iter().product();
-    let fits = !outer.is_empty() && inner >= wg / 2 && rows.div_ceil(65535) <= 65535;
+    let fits = !outer.is_empty() && inner >= wg / 2 && inner.div_ceil(wg) <= 65535 && rows.div_ceil(65535) <= 65535;
     (cpu_device() && fits).then(|| [inner.div_ceil(wg) as u32, rows.min(65535) as u32, rows.div_ceil(65535) as u32])
 }
 
