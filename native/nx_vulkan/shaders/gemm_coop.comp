@@ -21,8 +21,8 @@
 // are gathered through the strides (zeros past the edges). Results leave through a per-subgroup
 // scratch fragment (in the A tile's memory, after the last step), 16 bytes a lane where the row
 // allows.
-// Bindings and push constants as gemm.comp (T is float16_t; with F32_OUT, C holds the f32 sums). Dispatch: (ceil(N/BN), ceil(M/BM), batch); needs a subgroup
-// size of 32.
+// Bindings and push constants as gemm.comp (T is float16_t; with F32_OUT, C holds the f32
+// sums). Dispatch: (ceil(N/BN), ceil(M/BM), batch); needs a subgroup size of 32.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

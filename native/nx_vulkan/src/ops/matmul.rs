@@ -215,9 +215,6 @@ fn bf16_gemm(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Re
 /// 1204 us against 4226 through f32. (The bf16 results made inside the GEMM's own epilogue, per
 /// output from the line scales, slowed the GEMM to 1339-1367 us; not kept.)
 fn bf16_tensor_cores(a: &Operand, b: &Operand, batch: u64, m: u64, n: u64, k: u64) -> Result<Option<BufferRef>> {
-    // Each operand as lines of K: A's rows, B's columns. A line-contiguous operand (A
-    // transposed, B row-major) is read 32 lines at a time and copied K-major, else line by line
-    // and copied line-major: (line stride, K stride) in and the copy's out.
     // Each operand as lines of K: A's rows, B's columns. bf16_scale.comp walks it in tiles along
     // its unit-stride axis (LFAST: the lines, as A transposed or B row-major; else K) and copies
     // it in that order: ((line stride, K stride) of the copy, tiles).
