@@ -373,6 +373,31 @@ defmodule Nx.Vulkan.LargeTest do
     )
   end
 
+  # bf16 by bf16 (the f16 tensor cores on GPUs that have them, f32 elsewhere): small integers,
+  # exact in bf16 and in every sum, checked at sampled positions; one row and one column hold a
+  # value 2^40 apart from the rest (lines the tensor cores leave to the fix-up kernel).
+  test "bf16 dot with more than 2^24 outputs, wide lines among them" do
+    k = 16
+    m = 4097
+    a = Nx.iota({m, k}, type: :s32) |> Nx.remainder(7) |> Nx.as_type(:bf16)
+    b = Nx.iota({k, m}, type: :s32) |> Nx.remainder(5) |> Nx.as_type(:bf16)
+    big = Nx.tensor([1.099511627776e12], type: :bf16)
+    a = Nx.indexed_put(a, Nx.tensor([[5, 3]]), big)
+    b = Nx.indexed_put(b, Nx.tensor([[2, 4000]]), big)
+    prime_pool(m * m * 4)
+    out = Nx.dot(a, b)
+    pos = [5 * m + 4000, 5 * m + 17, 99 * m + 4000 | positions(m * m)]
+    ha = host(a)
+    hb = host(b)
+
+    expected =
+      Enum.map(pos, fn p ->
+        Nx.dot(ha[div(p, m)], hb[[.., rem(p, m)]]) |> Nx.to_number()
+      end)
+
+    Nx.Testing.assert_equal(at(out, pos), Nx.tensor(expected, type: :bf16, backend: Nx.BinaryBackend))
+  end
+
   test "sums and products whose widened operand exceeds the binding limit, in blocks" do
     # u8 sums and products are u32: 4 bytes per element, so past limit / 4 elements the widened
     # copy would not fit one binding.
