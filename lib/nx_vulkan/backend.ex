@@ -450,7 +450,7 @@ defmodule Nx.Vulkan.Backend do
   def transpose(%T{} = out, %T{shape: shape} = t, axes) do
     strides = contiguous_strides(shape)
     strides = Enum.map(axes, &elem(strides, &1))
-    same_layout(out, t, strides) || view(out, t, 0, strides) || fallback(:transpose, [out, t, axes])
+    same_layout(out, t, strides) || lazy_view(out, t, strides) || fallback(:transpose, [out, t, axes])
   end
 
   @impl true
@@ -470,7 +470,7 @@ defmodule Nx.Vulkan.Backend do
         end
       end
 
-    same_layout(out, t, out_strides) || view(out, t, 0, out_strides) ||
+    same_layout(out, t, out_strides) || lazy_view(out, t, out_strides) ||
       fallback(:broadcast, [out, t, out_shape, axes])
   end
 
@@ -2009,12 +2009,22 @@ defmodule Nx.Vulkan.Backend do
 
   # A new contiguous tensor `out` read from `t` at `offset` through `strides`; nil when the kernel
   # cannot express it (sub-byte types, rank beyond the kernels' limit).
-  defp view(%T{shape: out_shape, type: type} = out, %T{} = t, offset, strides) do
+  defp view(%T{shape: out_shape} = out, %T{} = t, offset, strides) do
     strides = if is_tuple(strides), do: Tuple.to_list(strides), else: strides
+    moved(out, t, &Native.view_copy(&1, ref!(t), offset, Tuple.to_list(out_shape), strides))
+  end
 
+  # A transpose or broadcast: a lazy view (ops/layout.rs lazy_view), which binary ops read in
+  # place and any other op copies once, when it first needs it; nil where no kernel moves the type.
+  defp lazy_view(%T{shape: out_shape} = out, %T{} = t, strides),
+    do: moved(out, t, &Native.lazy_view(&1, ref!(t), Tuple.to_list(out_shape), strides))
+
+  # `out` made from `t` by `native` (given the element's bytes); empty for zero elements, nil
+  # where no kernel moves the type or the layout.
+  defp moved(%T{type: type} = out, t, native) do
     with false <- zero_size?(out),
          bytes when bytes != nil <- move_bytes(type),
-         {:ok, ref} <- Native.view_copy(bytes, ref!(t), offset, Tuple.to_list(out_shape), strides) do
+         {:ok, ref} <- native.(bytes) do
       wrap(ref, out)
     else
       true -> empty(out, tensors_device([t]))

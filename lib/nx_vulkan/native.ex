@@ -46,6 +46,7 @@ nifs = [
   select: [:bytes, :pred, :pred_shape, :t, :t_shape, :f, :f_shape, :out_shape],
   # ops/layout.rs
   view_copy: [:bytes, :src, :offset, :dims, :strides],
+  lazy_view: [:bytes, :src, :dims, :strides],
   copy_into: [:bytes, :dst, :dst_off, :dst_strides, :src, :src_off, :src_strides, :dims],
   dynamic_slice: [:bytes, :src, :offset, :dims, :strides, :starts, :max_starts, :start_strides],
   dynamic_put_slice: [

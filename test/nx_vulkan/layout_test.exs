@@ -612,3 +612,120 @@ defmodule Nx.Vulkan.ZeroSizeTest do
     end
   end
 end
+
+# Not async: counts the device's dispatches.
+defmodule Nx.Vulkan.LazyViewTest do
+  use Nx.Vulkan.DeviceCase, async: false
+
+  # Commands `fun` queues (the GPU thread's count, once flushed).
+  defp dispatches(fun) do
+    Nx.Vulkan.flush()
+    before = Nx.Vulkan.stats().recorded
+    result = fun.()
+    Nx.Vulkan.flush()
+    {result, Nx.Vulkan.stats().recorded - before}
+  end
+
+  defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+
+  test "binary ops read transposes and repeating broadcasts in place: one dispatch, the BinaryBackend's values" do
+    x = random({37, 53}, :f32, 4.0, 3)
+    y = random({53, 37}, :f32, 4.0, 4)
+    row = random({53}, :f32, 4.0, 5)
+
+    for {name, fun} <- [
+          {"transpose + add", fn x, _row, y -> Nx.add(Nx.transpose(x), y) end},
+          {"broadcast * x", fn x, row, _y -> Nx.multiply(Nx.broadcast(row, {37, 53}), x) end},
+          {"compare with a broadcast column", fn x, _row, y -> Nx.less(x, Nx.broadcast(Nx.slice(y, [0, 0], [1, 1]) |> Nx.reshape({1}), {37, 53}, axes: [1])) end},
+          {"transpose of a broadcast (composed)", fn _x, row, y -> Nx.subtract(y, Nx.transpose(Nx.broadcast(row, {37, 53}))) end},
+          {"broadcast of a transpose (composed)", fn x, _row, y -> Nx.divide(Nx.broadcast(Nx.transpose(x), {2, 53, 37}), y) end}
+        ] do
+      # The slice in the compare case is a copy of its own, before the count.
+      {actual, n} = dispatches(fn -> fun.(x, row, y) end)
+      expected = fun.(host(x), host(row), host(y))
+      assert Nx.to_binary(actual) == Nx.to_binary(expected), name
+      assert n <= 2 and (n == 1 or name =~ "compare"), "#{name}: #{n} dispatches"
+    end
+  end
+
+  test "other ops copy a view once, when they first need it; the copy is kept" do
+    x = random({64, 48}, :f32, 4.0, 6)
+    t = Nx.transpose(x)
+    {_, made} = dispatches(fn -> t end)
+    assert made == 0
+    {e, n} = dispatches(fn -> Nx.exp(t) end)
+    assert n == 2
+    {_, again} = dispatches(fn -> Nx.sum(t) end)
+    assert again == 1
+    assert Nx.to_binary(e) == Nx.to_binary(Nx.exp(Nx.transpose(host(x))))
+    assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
+    assert Nx.to_binary(Nx.dot(t, x)) == Nx.to_binary(Nx.dot(Nx.transpose(host(x)), host(x)))
+  end
+
+  test "large transposes are copied for binary ops (a tiled copy reads faster than scattered loads)" do
+    x = Nx.iota({1100, 1000}, type: :s32, backend: Nx.Vulkan.Backend)
+    {r, n} = dispatches(fn -> Nx.add(Nx.transpose(x), 1) end)
+    assert n == 2
+    assert Nx.to_binary(r) == Nx.to_binary(Nx.add(Nx.transpose(host(x)), 1))
+    # An in-order broadcast of the same size is read in place.
+    col = Nx.iota({1100, 1}, type: :s32, backend: Nx.Vulkan.Backend)
+    {r, n} = dispatches(fn -> Nx.add(Nx.broadcast(col, {1100, 1000}), x) end)
+    assert n == 1
+    assert Nx.to_binary(r) == Nx.to_binary(Nx.add(Nx.broadcast(host(col), {1100, 1000}), host(x)))
+  end
+
+  test "every type and complex, views of views, zero-size views" do
+    for type <- [:u8, :s16, :s64, :f16, :bf16, :f64, :c64] do
+      x = Nx.iota({5, 7}, type: type, backend: Nx.Vulkan.Backend)
+      b = Nx.iota({7}, type: type, backend: Nx.Vulkan.Backend)
+
+      for fun <- [
+            &Nx.add(Nx.transpose(&1), Nx.transpose(Nx.broadcast(&2, {5, 7}))),
+            &Nx.multiply(Nx.transpose(Nx.transpose(&1)), &2),
+            fn x, _b -> Nx.negate(Nx.transpose(x)) end,
+            fn _x, b -> Nx.reverse(Nx.broadcast(b, {3, 7}), axes: [1]) end
+          ] do
+        assert Nx.to_binary(fun.(x, b)) == Nx.to_binary(fun.(host(x), host(b))), inspect(type)
+      end
+    end
+
+    empty = Nx.pad(dev([[1.0, 2.0, 3.0]]), 0.0, [{-1, 0, 0}, {0, 0, 0}])
+    assert Nx.shape(Nx.add(Nx.transpose(empty), Nx.transpose(empty))) == {3, 0}
+    assert Nx.byte_size(Nx.transpose(empty)) == 0
+  end
+
+  test "a view outlives its base's deallocation; deallocating the view frees only the view" do
+    x = random({30, 20}, :f32, 4.0, 8)
+    expected = Nx.transpose(host(x))
+    t = Nx.transpose(x)
+    b = Nx.broadcast(x, {2, 30, 20})
+    assert Nx.backend_deallocate(x) == :ok
+    assert Nx.to_binary(Nx.add(t, 0.0)) == Nx.to_binary(expected)
+    assert Nx.to_binary(t) == Nx.to_binary(expected)
+    assert Nx.backend_deallocate(t) == :ok
+    assert Nx.backend_deallocate(t) == :already_deallocated
+    assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.to_binary(t) end
+    assert Nx.to_binary(b[1]) == Nx.to_binary(Nx.transpose(expected))
+  end
+
+  test "a view passed to a compiled function is copied on the queue, not into the program" do
+    x = random({40, 24}, :f32, 4.0, 9)
+    y = random({24, 40}, :f32, 4.0, 10)
+    t = Nx.transpose(x)
+    f = Nx.Defn.jit(fn a, b -> Nx.add(Nx.exp(a), b) end, compiler: Nx.Vulkan)
+    expected = Nx.add(Nx.exp(Nx.transpose(host(x))), host(y))
+
+    for _ <- 1..3 do
+      assert Nx.to_binary(f.(t, y)) == Nx.to_binary(expected)
+    end
+
+    # A fresh view at each call: each replay's argument is its copy, made on the queue then.
+    for seed <- 11..12 do
+      z = random({40, 24}, :f32, 4.0, seed)
+      assert Nx.to_binary(f.(Nx.transpose(z), y)) ==
+               Nx.to_binary(Nx.add(Nx.exp(Nx.transpose(host(z))), host(y)))
+    end
+
+    assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
+  end
+end

@@ -274,6 +274,18 @@ pub fn capturing() -> bool {
     current().is_some()
 }
 
+/// Runs `f` with the calling thread's capture set aside, in a scope of its own: what it queues
+/// goes to the device queue, not to the program (a lazy view made before the capture and copied
+/// during it: the copy belongs to the view, which outlives the capture, not to its replays).
+pub fn outside<T>(f: impl FnOnce() -> T) -> T {
+    let saved = CURRENT.with(|c| c.borrow_mut().take());
+    let in_scope = IN_SCOPE.with(|s| s.replace(true));
+    let out = f();
+    IN_SCOPE.with(|s| s.set(in_scope));
+    CURRENT.with(|c| *c.borrow_mut() = saved);
+    out
+}
+
 /// Keeps `check` (a template: attach_check while capturing) with `copy`, the buffer its
 /// condition's scalar is copied to, for the program's outputs. A condition that depends on no
 /// argument was computed at capture: the capture gives up on it (an eager check reads it).

@@ -35,21 +35,78 @@ pub struct DeviceBuffer {
     pub filled: std::sync::OnceLock<(u64, u64, u64)>,
     /// When its buffer was allocated (`pool_clock_ms`; the pool's age limit).
     born: u64,
+    /// For a lazy view (a transpose or broadcast, ops/layout.rs `lazy_view`), which has no buffer
+    /// of its own until an op needs one: what it reads, or its copy once made.
+    view: Mutex<Option<View>>,
+    /// Lazy views of this buffer not yet copied: deallocation leaves the memory to them.
+    views: AtomicUsize,
+}
+
+/// A tensor read from `base` through `strides` (elements of `base`; a transpose or broadcast,
+/// offset 0). Kernels that take strides read `base` directly (binary ops); the first op that
+/// needs a buffer of its own makes the contiguous copy through `copy` and keeps it.
+pub struct View {
+    pub base: BufferRef,
+    pub elem_bytes: u64,
+    pub dims: Vec<u64>,
+    pub strides: Vec<i64>,
+    copy: fn(&View) -> Result<BufferRef>,
+    copied: Option<BufferRef>,
+}
+
+impl View {
+    /// Gives up the base once the copy exists (or the view goes): the base's deallocation then
+    /// frees its memory again.
+    fn forget_base(&mut self) {
+        self.base.views.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl DeviceBuffer {
     /// The buffer, or an ArgumentError if the tensor was deallocated.
     pub fn get(&self) -> Result<Subbuffer<[u8]>> {
-        self.buffer
-            .lock()
-            .map_err(|_| Error::Vulkan("a buffer lock was poisoned".into()))?
-            .clone()
-            .ok_or_else(|| arg_error!("this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"))
+        let own = self.buffer.lock().map_err(|_| Error::Vulkan("a buffer lock was poisoned".into()))?.clone();
+        match own {
+            Some(buffer) => Ok(buffer),
+            None => self.view_copy()?.get(),
+        }
+    }
+
+    /// A lazy view's contiguous copy, made now (queued like any op) if no op needed it before.
+    fn view_copy(&self) -> Result<BufferRef> {
+        let mut view = self.view.lock().map_err(|_| Error::Vulkan("a view lock was poisoned".into()))?;
+        let view = view
+            .as_mut()
+            .ok_or_else(|| arg_error!("this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"))?;
+        if let Some(copied) = &view.copied {
+            return Ok(copied.clone());
+        }
+        let copied = (view.copy)(view)?;
+        view.copied = Some(copied.clone());
+        view.forget_base();
+        Ok(copied)
+    }
+
+    /// For a lazy view not copied yet: its base, dims and strides (in elements of the base).
+    pub fn lazy_parts(&self) -> Option<(BufferRef, Vec<u64>, Vec<i64>)> {
+        let view = self.view.lock().ok()?;
+        let view = view.as_ref()?;
+        match view.copied {
+            Some(_) => None,
+            None => Some((view.base.clone(), view.dims.clone(), view.strides.clone())),
+        }
     }
 
     /// Gives the memory back to the pool now (commands already queued keep their own reference,
     /// so pending work is unaffected). False if already deallocated.
     fn release(&self) -> bool {
+        let view = self.view.lock().ok().and_then(|mut v| v.take());
+        if let Some(mut view) = view {
+            if view.copied.is_none() {
+                view.forget_base();
+            }
+            return true;
+        }
         let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
         self.return_to_pool(taken)
     }
@@ -90,14 +147,23 @@ impl Drop for DeviceBuffer {
         // lock: nothing else holds the tensor now.
         let taken = self.buffer.get_mut().ok().and_then(Option::take);
         self.return_to_pool(taken);
+        if let Some(Some(mut view)) = self.view.get_mut().ok().map(Option::take) {
+            if view.copied.is_none() {
+                view.forget_base();
+            }
+        }
     }
 }
 
-/// Frees a tensor's device memory now, unless it is shared (a cached constant) or a compiled
-/// program uses it (it is freed with the program then).
+/// Frees a tensor's device memory now, unless it is shared (a cached constant), a compiled
+/// program uses it (it is freed with the program then) or a lazy view reads it (freed when the
+/// last of them is copied or dropped).
 #[rustler::nif]
 fn deallocate(tensor: BufferRef) -> rustler::Atom {
-    if tensor.pinned.load(Ordering::Relaxed) || tensor.held.load(Ordering::Acquire) > 0 || tensor.release() {
+    let shared = tensor.pinned.load(Ordering::Relaxed)
+        || tensor.held.load(Ordering::Acquire) > 0
+        || tensor.views.load(Ordering::Acquire) > 0;
+    if shared || tensor.release() {
         rustler::types::atom::ok()
     } else {
         crate::error::atoms::already_deallocated()
@@ -482,8 +548,32 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
         device,
         filled: std::sync::OnceLock::new(),
         born,
+        view: Mutex::new(None),
+        views: AtomicUsize::new(0),
     });
     crate::capture::allocated(&out)?;
+    Ok(out)
+}
+
+/// A lazy view of `base` (see `View`): no memory, no command until an op needs a copy, which
+/// `copy` makes. It carries the base's deferred checks.
+pub fn lazy_view(base: &BufferRef, elem_bytes: u64, dims: Vec<u64>, strides: Vec<i64>, copy: fn(&View) -> Result<BufferRef>) -> Result<BufferRef> {
+    let bytes = dims.iter().product::<u64>() * elem_bytes;
+    base.views.fetch_add(1, Ordering::AcqRel);
+    let view = View { base: base.clone(), elem_bytes, dims, strides, copy, copied: None };
+    let out = ResourceArc::new(DeviceBuffer {
+        buffer: Mutex::new(None),
+        bytes,
+        pinned: AtomicBool::new(false),
+        checks: Mutex::new(None),
+        held: AtomicUsize::new(0),
+        device: base.device,
+        filled: std::sync::OnceLock::new(),
+        born: pool_clock_ms(),
+        view: Mutex::new(Some(view)),
+        views: AtomicUsize::new(0),
+    });
+    crate::checks::inherit(&out, &[base])?;
     Ok(out)
 }
 

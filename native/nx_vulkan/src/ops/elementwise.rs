@@ -131,17 +131,29 @@ fn broadcast_dispatch(
     out_shape: &[u64],
 ) -> Result<BufferRef> {
     let n = element_count(out_shape);
+    let (a, a_view) = read_through_view(a, a_shape);
+    let (b, b_view) = read_through_view(b, b_shape);
     let collapsed;
-    let (dims, strides): (&[u64], [&[i64]; 2]) = match flat_layout(a_shape, b_shape, out_shape, n) {
+    let flat = if a_view.is_none() && b_view.is_none() { flat_layout(a_shape, b_shape, out_shape, n) } else { None };
+    let (dims, strides): (&[u64], [&[i64]; 2]) = match flat {
         Some(strides) => (std::slice::from_ref(&n), strides),
         None => {
-            let strides = [broadcast_strides(a_shape, out_shape)?, broadcast_strides(b_shape, out_shape)?];
+            let strides_of = |shape: &[u64], view: &Option<Vec<i64>>| match view {
+                Some(own) => broadcast_strides_from(shape, own, out_shape),
+                None => broadcast_strides(shape, out_shape),
+            };
+            let strides = [strides_of(a_shape, &a_view)?, strides_of(b_shape, &b_view)?];
             collapsed = collapse(out_shape, &strides)?;
             (&collapsed.0, [&collapsed.1[0], &collapsed.1[1]])
         }
     };
-    check_contiguous(a, in_bytes, a_shape)?;
-    check_contiguous(b, in_bytes, b_shape)?;
+    if a_view.is_none() {
+        check_contiguous(&a, in_bytes, a_shape)?;
+    }
+    if b_view.is_none() {
+        check_contiguous(&b, in_bytes, b_shape)?;
+    }
+    let (a, b) = (&a, &b);
     let out = alloc(n * out_bytes)?;
     let mut push = Push::new();
     push.set(0, n)?;
@@ -158,6 +170,30 @@ fn broadcast_dispatch(
     push.set(22, vector as u64)?;
     dispatch_elements(kernel, code, &[a, b, &out], push, n, vector)?;
     Ok(out)
+}
+
+/// Elements up to which a binary op reads a lazy view that walks its base out of order (a
+/// transpose) through its strides rather than its copy; past it the copy's tiled transpose
+/// reads the base faster than the op's scattered loads would (in-order views, broadcasts that
+/// repeat rows, are always read in place).
+const SCATTERED_VIEW_ELEMENTS: u64 = 1 << 20;
+
+/// What a binary op binds for `operand`: a lazy view's base and its strides where it reads the
+/// view in place (its shape as the view's: what Elixir passed), else the operand itself (a lazy
+/// view then copied when bound).
+fn read_through_view(operand: &BufferRef, shape: &[u64]) -> (BufferRef, Option<Vec<i64>>) {
+    match operand.lazy_parts() {
+        Some((base, dims, strides)) if dims == shape => {
+            let moving: Vec<i64> = dims.iter().zip(&strides).filter(|&(&d, &s)| d > 1 && s != 0).map(|(_, &s)| s).collect();
+            let in_order = moving.windows(2).all(|w| w[0] > w[1]);
+            if in_order || element_count(&dims) <= SCATTERED_VIEW_ELEMENTS {
+                (base, Some(strides))
+            } else {
+                (operand.clone(), None)
+            }
+        }
+        _ => (operand.clone(), None),
+    }
 }
 
 /// The operands' strides when the op is one flat pass (what `collapse` would give, without

@@ -286,6 +286,62 @@ fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, di
     Ok(out)
 }
 
+/// A transpose or broadcast of `src` (`strides` in elements of `src`, none negative, offset 0)
+/// as a lazy view (tensor.rs `View`): no command until an op needs its own buffer, and binary
+/// ops read `src` through the strides directly. A view of a lazy view reads the first one's base
+/// where the strides compose. While capturing, the copy is made now, as `view_copy` does (a
+/// program's intermediates are its own).
+#[rustler::nif]
+fn lazy_view(env: rustler::Env, elem_bytes: u64, src: BufferRef, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+    let _device = crate::context::use_device_of(&[&src])?;
+    let _capture = crate::capture::scope(env);
+    let reach = dims.iter().zip(&strides).map(|(&d, &s)| d.saturating_sub(1) as i64 * s).sum::<i64>();
+    if dims.len() != strides.len() || strides.iter().any(|&s| s < 0) || reach as u64 * elem_bytes >= src.bytes.max(1) {
+        return Err(arg_error!("lazy_view: dims {dims:?} with strides {strides:?} read outside {} bytes", src.bytes));
+    }
+    if crate::capture::capturing() || element_count(&dims) == 0 {
+        let out = alloc(element_count(&dims) * elem_bytes)?;
+        strided_copy(elem_bytes, &src, 0, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
+        return Ok(out);
+    }
+    let (base, strides) = match src.lazy_parts() {
+        Some((base, src_dims, src_strides)) => match compose(&src_dims, &src_strides, &dims, &strides) {
+            Some(composed) => (base, composed),
+            None => (src, strides),
+        },
+        None => (src, strides),
+    };
+    crate::tensor::lazy_view(&base, elem_bytes, dims, strides, copy_view)
+}
+
+/// A lazy view's contiguous copy, queued on the device queue even while capturing.
+fn copy_view(view: &crate::tensor::View) -> Result<BufferRef> {
+    crate::capture::outside(|| {
+        let _device = crate::context::use_device_of(&[&view.base])?;
+        let out = alloc(element_count(&view.dims) * view.elem_bytes)?;
+        strided_copy(view.elem_bytes, &view.base, 0, &view.strides, &out, 0, &contiguous_strides(&view.dims), &view.dims)?;
+        Ok(out)
+    })
+}
+
+/// Strides into a view's base for a view of that view: `strides` step through the first view's
+/// elements in its contiguous order, so each non-zero one is the contiguous stride of exactly one
+/// of its dims longer than 1 (transposes and broadcasts only move and repeat dims), whose base
+/// stride it takes. None where one is not.
+fn compose(view_dims: &[u64], view_strides: &[i64], dims: &[u64], strides: &[i64]) -> Option<Vec<i64>> {
+    let own = contiguous_strides(view_dims);
+    dims.iter()
+        .zip(strides)
+        .map(|(&d, &s)| {
+            if d == 1 || s == 0 {
+                return Some(0);
+            }
+            let j = (0..view_dims.len()).find(|&j| view_dims[j] > 1 && own[j] == s)?;
+            Some(view_strides[j])
+        })
+        .collect()
+}
+
 /// Writes `src` (read through its offset and strides) into `dst` at `dst_offset` with
 /// `dst_strides`. Only used on a buffer the caller has just allocated, before it is visible as a
 /// tensor, so tensors stay immutable.

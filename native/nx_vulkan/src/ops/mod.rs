@@ -143,10 +143,14 @@ pub fn contiguous_strides(shape: &[u64]) -> Vec<i64> {
 /// Strides that read `shape` (contiguous) as if broadcast to `out` (Nx rules: dims right-aligned,
 /// each equal or 1): stride 0 on broadcast axes, so nothing is materialised.
 pub fn broadcast_strides(shape: &[u64], out: &[u64]) -> Result<Vec<i64>> {
+    broadcast_strides_from(shape, &contiguous_strides(shape), out)
+}
+
+/// The same for an operand laid out with strides `own` (a lazy view's, into its base).
+pub fn broadcast_strides_from(shape: &[u64], own: &[i64], out: &[u64]) -> Result<Vec<i64>> {
     if shape.len() > out.len() {
         return Err(arg_error!("cannot broadcast shape {shape:?} to {out:?}"));
     }
-    let own = contiguous_strides(shape);
     let lead = out.len() - shape.len();
     (0..out.len())
         .map(|d| {
