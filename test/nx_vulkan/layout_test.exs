@@ -628,6 +628,9 @@ defmodule Nx.Vulkan.LazyViewTest do
 
   defp host(t), do: Nx.backend_copy(t, Nx.BinaryBackend)
 
+  defp assert_all_close(actual, expected, opts),
+    do: Nx.Testing.assert_all_close(host(actual), expected, opts)
+
   test "binary ops read transposes and repeating broadcasts in place: one dispatch, the BinaryBackend's values" do
     x = random({37, 53}, :f32, 4.0, 3)
     y = random({53, 37}, :f32, 4.0, 4)
@@ -660,6 +663,29 @@ defmodule Nx.Vulkan.LazyViewTest do
     assert Nx.to_binary(e) == Nx.to_binary(Nx.exp(Nx.transpose(host(x))))
     assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
     assert Nx.to_binary(Nx.dot(t, x)) == Nx.to_binary(Nx.dot(Nx.transpose(host(x)), host(x)))
+  end
+
+  test "dot reads a transposed operand from its base; a broadcast one is copied" do
+    x = random({48, 33}, :f32, 4.0, 13)
+    y = random({48, 20}, :f32, 4.0, 14)
+    {r, n} = dispatches(fn -> Nx.dot(Nx.transpose(x), y) end)
+    assert n == 1
+    assert_all_close(r, Nx.dot(Nx.transpose(host(x)), host(y)), atol: 1.0e-4, rtol: 1.0e-5)
+    # Batched, both operands transposed, f16 and f64 too.
+    for type <- [:f16, :f32, :f64] do
+      a = Nx.as_type(random({3, 40, 24}, :f32, 1.0, 15), type)
+      b = Nx.as_type(random({3, 16, 40}, :f32, 1.0, 16), type)
+      fun = fn a, b -> Nx.dot(Nx.transpose(a, axes: [0, 2, 1]), [2], [0], Nx.transpose(b, axes: [0, 2, 1]), [1], [0]) end
+      {r, n} = dispatches(fn -> fun.(a, b) end)
+      assert n == 1, inspect(type)
+      tol = if type == :f16, do: 2.0e-2, else: 1.0e-4
+      assert_all_close(r, fun.(host(a), host(b)), atol: tol, rtol: tol)
+    end
+
+    row = random({33}, :f32, 4.0, 17)
+    {r, n} = dispatches(fn -> Nx.dot(Nx.broadcast(row, {48, 33}), [0], y, [0]) end)
+    assert n == 2
+    assert_all_close(r, Nx.dot(Nx.broadcast(host(row), {48, 33}), [0], host(y), [0]), atol: 1.0e-4, rtol: 1.0e-5)
   end
 
   test "large transposes are copied for binary ops (a tiled copy reads faster than scattered loads)" do

@@ -22,24 +22,31 @@ fn group(shape: &[u64], strides: &[i64], axes: &[usize]) -> Option<(u64, i64)> {
 }
 
 /// The operand as [batch, first, second] groups: `(offset-0 buffer, [(size, stride); 3])`,
-/// copying it into that order first when a group is not a single stride.
+/// copying it into that order first when a group is not a single stride. A lazy transpose is
+/// read from its base through its strides (the GEMMs take transposed operands as they are);
+/// views that repeat elements (broadcasts) are copied, as the vector loads assume none.
 fn as_groups(
     elem_bytes: u64,
     x: &BufferRef,
     shape: &[u64],
     groups: [&[usize]; 3],
 ) -> Result<(BufferRef, [(u64, i64); 3])> {
-    let strides = contiguous_strides(shape);
-    check_extent(x, elem_bytes, 0, shape, &strides)?;
+    let (x, strides) = match x.lazy_parts() {
+        Some((base, dims, strides)) if dims == shape && dims.iter().zip(&strides).all(|(&d, &s)| s != 0 || d == 1) => {
+            (base, strides)
+        }
+        _ => (x.clone(), contiguous_strides(shape)),
+    };
+    check_extent(&x, elem_bytes, 0, shape, &strides)?;
     let direct: Option<Vec<(u64, i64)>> = groups.iter().map(|g| group(shape, &strides, g)).collect();
     if let Some(g) = direct {
-        return Ok((x.clone(), [g[0], g[1], g[2]]));
+        return Ok((x, [g[0], g[1], g[2]]));
     }
     let order: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
     let dims: Vec<u64> = order.iter().map(|&a| shape[a]).collect();
     let src_strides: Vec<i64> = order.iter().map(|&a| strides[a]).collect();
     let out = alloc(element_count(shape) * elem_bytes)?;
-    strided_copy(elem_bytes, x, 0, &src_strides, &out, 0, &contiguous_strides(&dims), &dims)?;
+    strided_copy(elem_bytes, &x, 0, &src_strides, &out, 0, &contiguous_strides(&dims), &dims)?;
     let sizes: Vec<u64> = groups.iter().map(|g| g.iter().map(|&a| shape[a]).product()).collect();
     Ok((out, [
         (sizes[0], (sizes[1] * sizes[2]) as i64),
@@ -82,8 +89,9 @@ fn dot(
     if batch * m * n == 0 {
         return alloc(batch * m * n * eb);
     }
-    let a = Operand { buf: &a_buf, count: element_count(&a_shape), strides: [a_bs, a_ms, a_ks] };
-    let b = Operand { buf: &b_buf, count: element_count(&b_shape), strides: [b_bs, b_ks, b_ns] };
+    // Each operand's whole buffer: a transpose's base is as large as the view.
+    let a = Operand { buf: &a_buf, count: a_buf.bytes / eb, strides: [a_bs, a_ms, a_ks] };
+    let b = Operand { buf: &b_buf, count: b_buf.bytes / eb, strides: [b_bs, b_ks, b_ns] };
     if dtype == Dtype::BF16 {
         bf16_gemm(&a, &b, batch, m, n, k)
     } else {
