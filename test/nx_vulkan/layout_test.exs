@@ -651,6 +651,21 @@ defmodule Nx.Vulkan.LazyViewTest do
     end
   end
 
+  test "select reads its operands' views in place" do
+    x = random({37, 53}, :f32, 4.0, 18)
+    y = random({53, 37}, :f32, 4.0, 19)
+    row = random({53}, :f32, 4.0, 20)
+    pred = Nx.greater(x, 0.0)
+
+    fun = fn pred, x, y, row ->
+      Nx.select(Nx.transpose(pred), Nx.transpose(Nx.broadcast(row, {37, 53})), Nx.add(y, Nx.transpose(x)))
+    end
+
+    {r, n} = dispatches(fn -> fun.(pred, x, y, row) end)
+    assert n == 2
+    assert Nx.to_binary(r) == Nx.to_binary(fun.(host(pred), host(x), host(y), host(row)))
+  end
+
   test "other ops copy a view once, when they first need it; the copy is kept" do
     x = random({64, 48}, :f32, 4.0, 6)
     t = Nx.transpose(x)

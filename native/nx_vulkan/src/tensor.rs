@@ -38,6 +38,8 @@ pub struct DeviceBuffer {
     /// For a lazy view (a transpose or broadcast, ops/layout.rs `lazy_view`), which has no buffer
     /// of its own until an op needs one: what it reads, or its copy once made.
     view: Mutex<Option<View>>,
+    /// Whether this is a lazy view (copied or not): ops check it before taking the view's lock.
+    pub is_view: bool,
     /// Lazy views of this buffer not yet copied: deallocation leaves the memory to them.
     views: AtomicUsize,
 }
@@ -89,6 +91,9 @@ impl DeviceBuffer {
 
     /// For a lazy view not copied yet: its base, dims and strides (in elements of the base).
     pub fn lazy_parts(&self) -> Option<(BufferRef, Vec<u64>, Vec<i64>)> {
+        if !self.is_view {
+            return None;
+        }
         let view = self.view.lock().ok()?;
         let view = view.as_ref()?;
         match view.copied {
@@ -549,6 +554,7 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
         filled: std::sync::OnceLock::new(),
         born,
         view: Mutex::new(None),
+        is_view: false,
         views: AtomicUsize::new(0),
     });
     crate::capture::allocated(&out)?;
@@ -571,6 +577,7 @@ pub fn lazy_view(base: &BufferRef, elem_bytes: u64, dims: Vec<u64>, strides: Vec
         filled: std::sync::OnceLock::new(),
         born: pool_clock_ms(),
         view: Mutex::new(Some(view)),
+        is_view: true,
         views: AtomicUsize::new(0),
     });
     crate::checks::inherit(&out, &[base])?;

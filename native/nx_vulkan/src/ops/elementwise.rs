@@ -131,29 +131,28 @@ fn broadcast_dispatch(
     out_shape: &[u64],
 ) -> Result<BufferRef> {
     let n = element_count(out_shape);
-    let (a, a_view) = read_through_view(a, a_shape);
-    let (b, b_view) = read_through_view(b, b_shape);
+    let lazy = a.is_view || b.is_view;
     let collapsed;
-    let flat = if a_view.is_none() && b_view.is_none() { flat_layout(a_shape, b_shape, out_shape, n) } else { None };
-    let (dims, strides): (&[u64], [&[i64]; 2]) = match flat {
-        Some(strides) => (std::slice::from_ref(&n), strides),
+    let bound;
+    let (dims, strides): (&[u64], [&[i64]; 2]) = match flat_layout(a_shape, b_shape, out_shape, n).filter(|_| !lazy) {
+        Some(strides) => {
+            check_contiguous(a, in_bytes, a_shape)?;
+            check_contiguous(b, in_bytes, b_shape)?;
+            bound = None;
+            (std::slice::from_ref(&n), strides)
+        }
         None => {
-            let strides_of = |shape: &[u64], view: &Option<Vec<i64>>| match view {
-                Some(own) => broadcast_strides_from(shape, own, out_shape),
-                None => broadcast_strides(shape, out_shape),
-            };
-            let strides = [strides_of(a_shape, &a_view)?, strides_of(b_shape, &b_view)?];
-            collapsed = collapse(out_shape, &strides)?;
+            let (a, a_strides) = bound_operand(a, in_bytes, a_shape, out_shape)?;
+            let (b, b_strides) = bound_operand(b, in_bytes, b_shape, out_shape)?;
+            bound = Some((a, b));
+            collapsed = collapse(out_shape, &[a_strides, b_strides])?;
             (&collapsed.0, [&collapsed.1[0], &collapsed.1[1]])
         }
     };
-    if a_view.is_none() {
-        check_contiguous(&a, in_bytes, a_shape)?;
-    }
-    if b_view.is_none() {
-        check_contiguous(&b, in_bytes, b_shape)?;
-    }
-    let (a, b) = (&a, &b);
+    let (a, b) = match &bound {
+        Some((a, b)) => (a, b),
+        None => (a, b),
+    };
     let out = alloc(n * out_bytes)?;
     let mut push = Push::new();
     push.set(0, n)?;
@@ -193,6 +192,19 @@ fn read_through_view(operand: &BufferRef, shape: &[u64]) -> (BufferRef, Option<V
             }
         }
         _ => (operand.clone(), None),
+    }
+}
+
+/// What a kernel that broadcasts its operands through strides binds for `operand` of `shape`
+/// (elements of `elem_bytes`) and the strides it reads it by over `out_shape`: a lazy view's
+/// base where `read_through_view` says so, else the operand, whose size is checked.
+fn bound_operand(operand: &BufferRef, elem_bytes: u64, shape: &[u64], out_shape: &[u64]) -> Result<(BufferRef, Vec<i64>)> {
+    match read_through_view(operand, shape) {
+        (base, Some(own)) => Ok((base, broadcast_strides_from(shape, &own, out_shape)?)),
+        (operand, None) => {
+            check_contiguous(&operand, elem_bytes, shape)?;
+            Ok((operand, broadcast_strides(shape, out_shape)?))
+        }
     }
 }
 
@@ -336,15 +348,10 @@ fn select_elements(
 ) -> Result<BufferRef> {
     let kernel = by_width(elem_bytes, shaders::select_b1, shaders::select_b2, shaders::select_b4, shaders::select_b8)?;
     let n = element_count(&out_shape);
-    check_contiguous(&pred, 1, &pred_shape)?;
-    check_contiguous(&on_true, elem_bytes, &true_shape)?;
-    check_contiguous(&on_false, elem_bytes, &false_shape)?;
-    let strides = vec![
-        broadcast_strides(&pred_shape, &out_shape)?,
-        broadcast_strides(&true_shape, &out_shape)?,
-        broadcast_strides(&false_shape, &out_shape)?,
-    ];
-    let (dims, strides) = collapse(&out_shape, &strides)?;
+    let (pred, pred_strides) = bound_operand(&pred, 1, &pred_shape, &out_shape)?;
+    let (on_true, true_strides) = bound_operand(&on_true, elem_bytes, &true_shape, &out_shape)?;
+    let (on_false, false_strides) = bound_operand(&on_false, elem_bytes, &false_shape, &out_shape)?;
+    let (dims, strides) = collapse(&out_shape, &[pred_strides, true_strides, false_strides])?;
     let out = alloc(n * elem_bytes)?;
     let mut push = Push::new();
     push.set(0, n)?;
