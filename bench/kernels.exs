@@ -161,7 +161,9 @@ time.(
   10,
   "bytes=#{2 * 4 * m64}",
   fn -> rand.({8192, 8192}, :f32) end,
-  &Nx.transpose/1
+  # A transpose is a lazy view until something needs its copy (README): made here, as PyTorch's
+  # row makes it with .contiguous().
+  &Nx.Vulkan.materialize(Nx.transpose(&1))
 )
 
 time.(

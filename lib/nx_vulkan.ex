@@ -292,6 +292,21 @@ defmodule Nx.Vulkan do
   @spec check_mode() :: :deferred | :immediate
   def check_mode, do: Process.get(@check_mode_key, :deferred)
 
+  @doc """
+  Makes the contiguous copy of a lazy view now (a transpose or broadcast on
+  `Nx.Vulkan.Backend`, which binary ops and dot read in place and other ops copy when they first
+  need it; see README, Known limitations) and returns the tensor. Queued like any op (no flush);
+  nothing for other tensors. Useful to time the copy, or to let a large base go before the view
+  is used.
+  """
+  @spec materialize(Nx.Tensor.t()) :: Nx.Tensor.t()
+  def materialize(%Nx.Tensor{data: %Nx.Vulkan.Backend{ref: ref}} = t) do
+    Native.materialize(ref) |> Native.unwrap!()
+    t
+  end
+
+  def materialize(%Nx.Tensor{} = t), do: t
+
   @doc "Submits all pending device work, on every device opened, and waits for it."
   @spec flush() :: :ok
   def flush, do: Native.flush() |> Native.unwrap!()

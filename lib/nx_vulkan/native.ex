@@ -5,6 +5,7 @@ nifs = [
   upload: [:binary, :device],
   download: [:buffer, :bytes, :reason],
   byte_size: [:buffer],
+  materialize: [:buffer],
   buffer_device: [:buffer],
   buffer_placement: [:buffer],
   deallocate: [:buffer],

@@ -734,6 +734,15 @@ fn read_reason(reason: rustler::Atom) -> Result<FlushReason> {
     }
 }
 
+/// Makes a lazy view's copy now (queued like any op); nothing for other tensors.
+#[rustler::nif]
+fn materialize(env: Env, tensor: BufferRef) -> Result<rustler::Atom> {
+    let _device = crate::context::use_device_of(&[&tensor])?;
+    let _capture = crate::capture::scope(env);
+    tensor.get()?;
+    Ok(rustler::types::atom::ok())
+}
+
 #[rustler::nif]
 fn byte_size(tensor: BufferRef) -> u64 {
     tensor.bytes
