@@ -666,6 +666,18 @@ defmodule Nx.Vulkan.LazyViewTest do
     assert Nx.to_binary(r) == Nx.to_binary(fun.(host(pred), host(x), host(y), host(row)))
   end
 
+  test "materialize/1 makes a view's copy once; other tensors pass through" do
+    x = random({20, 30}, :f32, 4.0, 21)
+    {t, n} = dispatches(fn -> Nx.Vulkan.materialize(Nx.transpose(x)) end)
+    assert n == 1
+    {_, again} = dispatches(fn -> Nx.Vulkan.materialize(t) end)
+    assert again == 0
+    assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
+    {_, plain} = dispatches(fn -> Nx.Vulkan.materialize(x) end)
+    assert plain == 0
+    assert Nx.Vulkan.materialize(host(x)) == host(x)
+  end
+
   test "other ops copy a view once, when they first need it; the copy is kept" do
     x = random({64, 48}, :f32, 4.0, 6)
     t = Nx.transpose(x)
