@@ -759,6 +759,13 @@ defmodule Nx.Vulkan.LazyViewTest do
     assert Nx.backend_deallocate(t) == :already_deallocated
     assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.to_binary(t) end
     assert Nx.to_binary(b[1]) == Nx.to_binary(Nx.transpose(expected))
+    # Once a view is copied it lets its base go: the base's deallocation frees it at once.
+    y = random({30, 20}, :f32, 4.0, 22)
+    ty = Nx.transpose(y)
+    Nx.exp(ty)
+    assert Nx.backend_deallocate(y) == :ok
+    assert_raise ArgumentError, ~r/deallocated/, fn -> Nx.to_binary(y) end
+    assert Nx.to_binary(ty) == Nx.to_binary(Nx.transpose(host(random({30, 20}, :f32, 4.0, 22))))
   end
 
   test "a view passed to a compiled function is copied on the queue, not into the program" do

@@ -44,23 +44,30 @@ pub struct DeviceBuffer {
     views: AtomicUsize,
 }
 
-/// A tensor read from `base` through `strides` (elements of `base`; a transpose or broadcast,
-/// offset 0). Kernels that take strides read `base` directly (binary ops); the first op that
-/// needs a buffer of its own makes the contiguous copy through `copy` and keeps it.
+/// A tensor read from a base buffer through `strides` (elements of the base; a transpose or
+/// broadcast, offset 0). Kernels that take strides read the base directly (binary ops, dot); the
+/// first op that needs a buffer of its own makes the contiguous copy through `copy`, and the
+/// view then keeps the copy and lets the base go.
 pub struct View {
-    pub base: BufferRef,
     pub elem_bytes: u64,
     pub dims: Vec<u64>,
     pub strides: Vec<i64>,
-    copy: fn(&View) -> Result<BufferRef>,
-    copied: Option<BufferRef>,
+    copy: fn(&BufferRef, &View) -> Result<BufferRef>,
+    state: ViewState,
 }
 
-impl View {
-    /// Gives up the base once the copy exists (or the view goes): the base's deallocation then
-    /// frees its memory again.
-    fn forget_base(&mut self) {
-        self.base.views.fetch_sub(1, Ordering::AcqRel);
+enum ViewState {
+    Lazy(BaseRef),
+    Copied(BufferRef),
+}
+
+/// A lazy view's hold on its base, counted in the base's `views` while it lasts (the base's
+/// deallocation leaves its memory alone meanwhile).
+struct BaseRef(BufferRef);
+
+impl Drop for BaseRef {
+    fn drop(&mut self) {
+        self.0.views.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -80,12 +87,11 @@ impl DeviceBuffer {
         let view = view
             .as_mut()
             .ok_or_else(|| arg_error!("this tensor was deallocated (Nx.backend_deallocate/1) and cannot be used"))?;
-        if let Some(copied) = &view.copied {
-            return Ok(copied.clone());
-        }
-        let copied = (view.copy)(view)?;
-        view.copied = Some(copied.clone());
-        view.forget_base();
+        let copied = match &view.state {
+            ViewState::Copied(copied) => return Ok(copied.clone()),
+            ViewState::Lazy(BaseRef(base)) => (view.copy)(base, view)?,
+        };
+        view.state = ViewState::Copied(copied.clone());
         Ok(copied)
     }
 
@@ -96,20 +102,16 @@ impl DeviceBuffer {
         }
         let view = self.view.lock().ok()?;
         let view = view.as_ref()?;
-        match view.copied {
-            Some(_) => None,
-            None => Some((view.base.clone(), view.dims.clone(), view.strides.clone())),
+        match &view.state {
+            ViewState::Copied(_) => None,
+            ViewState::Lazy(BaseRef(base)) => Some((base.clone(), view.dims.clone(), view.strides.clone())),
         }
     }
 
     /// Gives the memory back to the pool now (commands already queued keep their own reference,
     /// so pending work is unaffected). False if already deallocated.
     fn release(&self) -> bool {
-        let view = self.view.lock().ok().and_then(|mut v| v.take());
-        if let Some(mut view) = view {
-            if view.copied.is_none() {
-                view.forget_base();
-            }
+        if self.view.lock().ok().and_then(|mut v| v.take()).is_some() {
             return true;
         }
         let taken = self.buffer.lock().ok().and_then(|mut b| b.take());
@@ -152,11 +154,6 @@ impl Drop for DeviceBuffer {
         // lock: nothing else holds the tensor now.
         let taken = self.buffer.get_mut().ok().and_then(Option::take);
         self.return_to_pool(taken);
-        if let Some(Some(mut view)) = self.view.get_mut().ok().map(Option::take) {
-            if view.copied.is_none() {
-                view.forget_base();
-            }
-        }
     }
 }
 
@@ -563,10 +560,16 @@ pub fn alloc(bytes: u64) -> Result<BufferRef> {
 
 /// A lazy view of `base` (see `View`): no memory, no command until an op needs a copy, which
 /// `copy` makes. It carries the base's deferred checks.
-pub fn lazy_view(base: &BufferRef, elem_bytes: u64, dims: Vec<u64>, strides: Vec<i64>, copy: fn(&View) -> Result<BufferRef>) -> Result<BufferRef> {
+pub fn lazy_view(
+    base: &BufferRef,
+    elem_bytes: u64,
+    dims: Vec<u64>,
+    strides: Vec<i64>,
+    copy: fn(&BufferRef, &View) -> Result<BufferRef>,
+) -> Result<BufferRef> {
     let bytes = dims.iter().product::<u64>() * elem_bytes;
     base.views.fetch_add(1, Ordering::AcqRel);
-    let view = View { base: base.clone(), elem_bytes, dims, strides, copy, copied: None };
+    let view = View { elem_bytes, dims, strides, copy, state: ViewState::Lazy(BaseRef(base.clone())) };
     let out = ResourceArc::new(DeviceBuffer {
         buffer: Mutex::new(None),
         bytes,

@@ -320,11 +320,11 @@ fn lazy_view(env: rustler::Env, elem_bytes: u64, src: BufferRef, dims: Vec<u64>,
 }
 
 /// A lazy view's contiguous copy, queued on the device queue even while capturing.
-fn copy_view(view: &crate::tensor::View) -> Result<BufferRef> {
+fn copy_view(base: &BufferRef, view: &crate::tensor::View) -> Result<BufferRef> {
     crate::capture::outside(|| {
-        let _device = crate::context::use_device_of(&[&view.base])?;
+        let _device = crate::context::use_device_of(&[base])?;
         let out = alloc(element_count(&view.dims) * view.elem_bytes)?;
-        strided_copy(view.elem_bytes, &view.base, 0, &view.strides, &out, 0, &contiguous_strides(&view.dims), &view.dims)?;
+        strided_copy(view.elem_bytes, base, 0, &view.strides, &out, 0, &contiguous_strides(&view.dims), &view.dims)?;
         Ok(out)
     })
 }
