@@ -689,7 +689,8 @@ defmodule Nx.Vulkan.LazyViewTest do
     assert again == 1
     assert Nx.to_binary(e) == Nx.to_binary(Nx.exp(Nx.transpose(host(x))))
     assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
-    assert Nx.to_binary(Nx.dot(t, x)) == Nx.to_binary(Nx.dot(Nx.transpose(host(x)), host(x)))
+    # GPUs accumulate dot in f32 (precise_dot off): close to the BinaryBackend's, not its bits.
+    assert_all_close(Nx.dot(t, x), Nx.dot(Nx.transpose(host(x)), host(x)), atol: 1.0e-3, rtol: 1.0e-5)
   end
 
   test "dot reads a transposed operand from its base; a broadcast one is copied" do
