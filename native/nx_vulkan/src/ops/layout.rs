@@ -286,16 +286,16 @@ fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, di
     Ok(out)
 }
 
-/// A transpose or broadcast of `src` (`strides` in elements of `src`, none negative, offset 0)
-/// as a lazy view (tensor.rs `View`): no command until an op needs its own buffer, and binary
-/// ops read `src` through the strides directly. A view of a lazy view reads the first one's base
-/// where the strides compose. While capturing (a program's intermediates are its own) or with
-/// NXV_LAZY_VIEWS=0, the copy is made now, as `view_copy` does.
 /// NXV_LAZY_VIEWS=0 (read once) makes every transpose and broadcast a copy at once, as before
 /// views (to measure what they save).
 static LAZY_VIEWS: once_cell::sync::Lazy<bool> =
     once_cell::sync::Lazy::new(|| crate::policy::env_switch("NXV_LAZY_VIEWS") != Some(false));
 
+/// A transpose or broadcast of `src` (`strides` in elements of `src`, none negative, offset 0)
+/// as a lazy view (tensor.rs `View`): no command until an op needs its own buffer, and binary
+/// ops, select and dot read `src` through the strides directly. A view of a lazy view reads the
+/// first one's base where the strides compose. While capturing (a program's intermediates are
+/// its own) or with NXV_LAZY_VIEWS=0, the copy is made now, as `view_copy` does.
 #[rustler::nif]
 fn lazy_view(env: rustler::Env, elem_bytes: u64, src: BufferRef, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&src])?;
