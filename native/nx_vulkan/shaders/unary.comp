@@ -2,7 +2,9 @@
 #extension GL_EXT_control_flow_attributes : require
 // y[i] = op(x[i]). Defines: T storage type, W compute type, IS_INT (+ IS_SIGNED, BITS) for
 // integers, PRECISE (f32 computed in f64 and rounded once) or IS_F64.
-// Bindings: 0 x (read), 1 y (write). Push: pc[0] = element count.
+// Bindings: 0 x (read), 1 y (write). Push: pc[0] = element count; for a lazy view read through
+// strides (ops/elementwise.rs; op code's bit 31 set, so its own pipeline: a run-time branch here
+// slowed lavapipe's plain kernels 1.5-2x) pc[1] its rank, dims at pc[4..], strides at pc[10..].
 // Specialization: constant 0 = op code (ops/elementwise.rs, UNARY_OPS). Dispatch: ceil(n/256) capped.
 #include "common.glsl"
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
@@ -10,7 +12,9 @@
 #define MATH64
 #endif
 layout(local_size_x_id = 3) in;
-layout(constant_id = 0) const uint OP = 0;
+layout(constant_id = 0) const uint OP_BITS = 0;
+const uint OP = OP_BITS & 0x7fffffffu;
+const bool STRIDED = (OP_BITS >> 31) != 0u;
 layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
 layout(set = 0, binding = 1) restrict writeonly buffer Y { T y[]; };
@@ -48,6 +52,10 @@ void main() {
 #ifdef MATH64
   load_math_tables();
 #endif
+  if (STRIDED) {  // a lazy view (a transpose or broadcast) read in place, element by element
+    FOR_EACH_ELEMENT(i, n) y[i] = RESULT(x[strided(i, pc[1], 4u, 10u, 0u)]);
+    return;
+  }
 #ifdef T4
   // Vectors of 4 (common.glsl); the last one may be partial.
   FOR_EACH_ELEMENT(j, (n + 3u) / 4u) {

@@ -59,10 +59,22 @@ fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<Bu
     if dtype == Dtype::F32 && precise_f32() && !PRECISE_SCALAR_UNARY.contains(&code) {
         kernel = shaders::unary_f32p_v4;
     }
-    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
-    let out = alloc(n * dtype.bytes())?;
     let mut push = Push::new();
     push.set(0, n)?;
+    // A lazy view is read through its strides (element by element) where binary ops would read it
+    // in place; otherwise it is copied when bound.
+    if let Some((base, dims, strides)) = view_in_place(&x).filter(|(_, dims, _)| element_count(dims) == n) {
+        check_extent(&base, dtype.bytes(), 0, &dims, &strides)?;
+        let (dims, strides) = collapse(&dims, &[strides])?;
+        push.set(1, dims.len() as u64)?;
+        push.set_dims(4, &dims)?;
+        push.set_strides(10, &strides[0])?;
+        let out = alloc(n * dtype.bytes())?;
+        dispatch_elements(kernel, code | STRIDED_UNARY, &[&base, &out], push, n, false)?;
+        return Ok(out);
+    }
+    check_extent(&x, dtype.bytes(), 0, &[n], &[1])?;
+    let out = alloc(n * dtype.bytes())?;
     dispatch_elements(kernel, code, &[&x, &out], push, n, kernel.vectorized)?;
     Ok(out)
 }
@@ -171,8 +183,11 @@ fn broadcast_dispatch(
     Ok(out)
 }
 
-/// Elements up to which a binary op reads a lazy view that walks its base out of order (a
-/// transpose) through its strides rather than its copy; past it the copy's tiled transpose
+/// The op-code bit that selects unary.comp's variant reading a lazy view through strides.
+const STRIDED_UNARY: u32 = 1 << 31;
+
+/// Elements up to which an element-wise op reads a lazy view that walks its base out of order
+/// (a transpose) through its strides rather than its copy; past it the copy's tiled transpose
 /// reads the base faster than the op's scattered loads would (in-order views, broadcasts that
 /// repeat rows, are always read in place).
 const SCATTERED_VIEW_ELEMENTS: u64 = 1 << 20;
@@ -181,18 +196,19 @@ const SCATTERED_VIEW_ELEMENTS: u64 = 1 << 20;
 /// view in place (its shape as the view's: what Elixir passed), else the operand itself (a lazy
 /// view then copied when bound).
 fn read_through_view(operand: &BufferRef, shape: &[u64]) -> (BufferRef, Option<Vec<i64>>) {
-    match operand.lazy_parts() {
-        Some((base, dims, strides)) if dims == shape => {
-            let moving: Vec<i64> = dims.iter().zip(&strides).filter(|&(&d, &s)| d > 1 && s != 0).map(|(_, &s)| s).collect();
-            let in_order = moving.windows(2).all(|w| w[0] > w[1]);
-            if in_order || element_count(&dims) <= SCATTERED_VIEW_ELEMENTS {
-                (base, Some(strides))
-            } else {
-                (operand.clone(), None)
-            }
-        }
+    match view_in_place(operand) {
+        Some((base, dims, strides)) if dims == shape => (base, Some(strides)),
         _ => (operand.clone(), None),
     }
+}
+
+/// A lazy view's base, dims and strides where an element-wise kernel reads it in place (see
+/// SCATTERED_VIEW_ELEMENTS); None for other tensors and for views it should copy first.
+fn view_in_place(operand: &BufferRef) -> Option<(BufferRef, Vec<u64>, Vec<i64>)> {
+    let (base, dims, strides) = operand.lazy_parts()?;
+    let moving: Vec<i64> = dims.iter().zip(&strides).filter(|&(&d, &s)| d > 1 && s != 0).map(|(_, &s)| s).collect();
+    let in_order = moving.windows(2).all(|w| w[0] > w[1]);
+    (in_order || element_count(&dims) <= SCATTERED_VIEW_ELEMENTS).then_some((base, dims, strides))
 }
 
 /// What a kernel that broadcasts its operands through strides binds for `operand` of `shape`
