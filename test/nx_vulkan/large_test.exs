@@ -202,6 +202,31 @@ defmodule Nx.Vulkan.LargeTest do
     )
   end
 
+  # Lazy views (broadcasts, in element order) are read in place by binary, unary and select
+  # kernels at any size: their strided paths past 2^24 elements.
+  test "binary, unary and select ops reading broadcast views past one row of workgroups" do
+    rows = div(@above, 4) + 1
+    n = rows * 4
+    x = Nx.iota({rows, 4}, type: :s32)
+    b = Nx.broadcast(Nx.iota({rows, 1}, type: :s32), {rows, 4})
+    bt = Nx.transpose(Nx.broadcast(Nx.iota({4}, type: :s32), {rows, 4}))
+    pos = positions(n)
+    expect = fn f -> Nx.tensor(Enum.map(pos, f), type: :s32, backend: Nx.BinaryBackend) end
+
+    prime_pool(n * 4)
+    Nx.Testing.assert_equal(at(Nx.add(b, x), pos), expect.(&(div(&1, 4) + &1)))
+    prime_pool(n * 4)
+    Nx.Testing.assert_equal(at(Nx.negate(b), pos), expect.(&(-div(&1, 4))))
+    prime_pool(n * 4)
+    Nx.Testing.assert_equal(at(Nx.negate(bt), pos), expect.(&(-div(&1, rows))))
+
+    prime_pool(n * 4)
+    Nx.Testing.assert_equal(
+      at(Nx.select(Nx.greater(x, 1000), b, x), pos),
+      expect.(&if(&1 > 1000, do: div(&1, 4), else: &1))
+    )
+  end
+
   test "slice and put_slice with tensor starts past one row of workgroups" do
     n = @above + 10
     flat = Nx.iota({n}, type: :s32)
