@@ -4,6 +4,7 @@ use super::*;
 use crate::dtype::Dtype;
 use crate::shaders::{self, Family};
 use crate::tensor::alloc;
+use std::borrow::Cow;
 use rustler::{Atom, Env};
 
 /// Unary op codes: the index is the `case` in shaders/unary.comp. Which ops a dtype has: floats
@@ -162,7 +163,7 @@ fn broadcast_dispatch(
         }
     };
     let (a, b) = match &bound {
-        Some((a, b)) => (a, b),
+        Some((a, b)) => (&**a, &**b),
         None => (a, b),
     };
     let out = alloc(n * out_bytes)?;
@@ -192,14 +193,10 @@ const STRIDED_UNARY: u32 = 1 << 31;
 /// repeat rows, are always read in place).
 const SCATTERED_VIEW_ELEMENTS: u64 = 1 << 20;
 
-/// What a binary op binds for `operand`: a lazy view's base and its strides where it reads the
-/// view in place (its shape as the view's: what Elixir passed), else the operand itself (a lazy
-/// view then copied when bound).
-fn read_through_view(operand: &BufferRef, shape: &[u64]) -> (BufferRef, Option<Vec<i64>>) {
-    match view_in_place(operand) {
-        Some((base, dims, strides)) if dims == shape => (base, Some(strides)),
-        _ => (operand.clone(), None),
-    }
+/// A lazy view's base and strides where a kernel reads `operand` of `shape` (what Elixir passed)
+/// in place; None for plain tensors and for views it binds as they are (copied when bound).
+fn read_through_view(operand: &BufferRef, shape: &[u64]) -> Option<(BufferRef, Vec<i64>)> {
+    view_in_place(operand).and_then(|(base, dims, strides)| (dims == shape).then_some((base, strides)))
 }
 
 /// A lazy view's base, dims and strides where an element-wise kernel reads it in place (see
@@ -214,12 +211,17 @@ fn view_in_place(operand: &BufferRef) -> Option<(BufferRef, Vec<u64>, Vec<i64>)>
 /// What a kernel that broadcasts its operands through strides binds for `operand` of `shape`
 /// (elements of `elem_bytes`) and the strides it reads it by over `out_shape`: a lazy view's
 /// base where `read_through_view` says so, else the operand, whose size is checked.
-fn bound_operand(operand: &BufferRef, elem_bytes: u64, shape: &[u64], out_shape: &[u64]) -> Result<(BufferRef, Vec<i64>)> {
+fn bound_operand<'a>(
+    operand: &'a BufferRef,
+    elem_bytes: u64,
+    shape: &[u64],
+    out_shape: &[u64],
+) -> Result<(Cow<'a, BufferRef>, Vec<i64>)> {
     match read_through_view(operand, shape) {
-        (base, Some(own)) => Ok((base, broadcast_strides_from(shape, &own, out_shape)?)),
-        (operand, None) => {
-            check_contiguous(&operand, elem_bytes, shape)?;
-            Ok((operand, broadcast_strides(shape, out_shape)?))
+        Some((base, own)) => Ok((Cow::Owned(base), broadcast_strides_from(shape, &own, out_shape)?)),
+        None => {
+            check_contiguous(operand, elem_bytes, shape)?;
+            Ok((Cow::Borrowed(operand), broadcast_strides(shape, out_shape)?))
         }
     }
 }

@@ -277,13 +277,18 @@ fn dynamic_put_slice(
 }
 
 /// A new contiguous tensor of shape `dims` read from `src` through `offset` and `strides`.
+pub fn contiguous_copy(elem_bytes: u64, src: &BufferRef, offset: i64, strides: &[i64], dims: &[u64]) -> Result<BufferRef> {
+    let out = alloc(element_count(dims) * elem_bytes)?;
+    strided_copy(elem_bytes, src, offset, strides, &out, 0, &contiguous_strides(dims), dims)?;
+    Ok(out)
+}
+
+/// `contiguous_copy` as a NIF (static slices, reverse, the Elixir side's copies).
 #[rustler::nif]
 fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&src])?;
     let _capture = crate::capture::scope(env);
-    let out = alloc(element_count(&dims) * elem_bytes)?;
-    strided_copy(elem_bytes, &src, offset, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
-    Ok(out)
+    contiguous_copy(elem_bytes, &src, offset, &strides, &dims)
 }
 
 /// NXV_LAZY_VIEWS=0 (read once) makes every transpose and broadcast a copy at once, as before
@@ -300,15 +305,13 @@ static LAZY_VIEWS: once_cell::sync::Lazy<bool> =
 fn lazy_view(env: rustler::Env, elem_bytes: u64, src: BufferRef, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&src])?;
     let _capture = crate::capture::scope(env);
-    let reach = dims.iter().zip(&strides).map(|(&d, &s)| d.saturating_sub(1) as i64 * s).sum::<i64>();
-    if dims.len() != strides.len() || strides.iter().any(|&s| s < 0) || reach as u64 * elem_bytes >= src.bytes.max(1) {
-        return Err(arg_error!("lazy_view: dims {dims:?} with strides {strides:?} read outside {} bytes", src.bytes));
+    if dims.len() != strides.len() || strides.iter().any(|&s| s < 0) {
+        return Err(arg_error!("lazy_view: dims {dims:?} and strides {strides:?} do not match, or a stride is negative"));
     }
     if !*LAZY_VIEWS || crate::capture::capturing() || element_count(&dims) == 0 {
-        let out = alloc(element_count(&dims) * elem_bytes)?;
-        strided_copy(elem_bytes, &src, 0, &strides, &out, 0, &contiguous_strides(&dims), &dims)?;
-        return Ok(out);
+        return contiguous_copy(elem_bytes, &src, 0, &strides, &dims);
     }
+    check_extent(&src, elem_bytes, 0, &dims, &strides)?;
     let (base, strides) = match src.lazy_parts() {
         Some((base, src_dims, src_strides)) => match compose(&src_dims, &src_strides, &dims, &strides) {
             Some(composed) => (base, composed),
@@ -323,9 +326,7 @@ fn lazy_view(env: rustler::Env, elem_bytes: u64, src: BufferRef, dims: Vec<u64>,
 fn copy_view(base: &BufferRef, view: &crate::tensor::View) -> Result<BufferRef> {
     crate::capture::outside(|| {
         let _device = crate::context::use_device_of(&[base])?;
-        let out = alloc(element_count(&view.dims) * view.elem_bytes)?;
-        strided_copy(view.elem_bytes, base, 0, &view.strides, &out, 0, &contiguous_strides(&view.dims), &view.dims)?;
-        Ok(out)
+        contiguous_copy(view.elem_bytes, base, 0, &view.strides, &view.dims)
     })
 }
 

@@ -1,7 +1,7 @@
 //! dot with any contraction and batch axes, as one batched GEMM. Each operand's batch, free and
 //! contracted axes are read through strides when each group collapses to a single stride (plain and
 //! transposed 2-D operands always do); otherwise the operand is first copied into that order.
-use super::layout::strided_copy;
+use super::layout::contiguous_copy;
 use super::*;
 use crate::dtype::Dtype;
 use crate::shaders::{self, Family};
@@ -45,8 +45,7 @@ fn as_groups(
     let order: Vec<usize> = groups.iter().flat_map(|g| g.iter().copied()).collect();
     let dims: Vec<u64> = order.iter().map(|&a| shape[a]).collect();
     let src_strides: Vec<i64> = order.iter().map(|&a| strides[a]).collect();
-    let out = alloc(element_count(shape) * elem_bytes)?;
-    strided_copy(elem_bytes, &x, 0, &src_strides, &out, 0, &contiguous_strides(&dims), &dims)?;
+    let out = contiguous_copy(elem_bytes, &x, 0, &src_strides, &dims)?;
     let sizes: Vec<u64> = groups.iter().map(|g| g.iter().map(|&a| shape[a]).product()).collect();
     Ok((out, [
         (sizes[0], (sizes[1] * sizes[2]) as i64),
