@@ -7,6 +7,8 @@
 // slowed lavapipe's plain kernels 1.5-2x) pc[1] its rank, dims at pc[4..], strides at pc[10..].
 // Specialization: constant 0 = op code (ops/elementwise.rs, UNARY_OPS). Dispatch: ceil(n/256) capped.
 #include "common.glsl"
+layout(constant_id = 9) const uint EXPERIMENT = 0;
+#define HAS_EXPERIMENT
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
 #define MATH64
@@ -66,6 +68,14 @@ void main() {
         uint flagged = 0u;
         for (int q = 0; q < 4; ++q) {
           bool full;
+#if defined(PRECISE) && defined(MATH64)
+          if ((EXPERIMENT & 1u) != 0u) {
+            uint b = floatBitsToUint(v[q]);
+            W y = unary_apply_short(OP, f64_from_f32_bits(b), full);
+            full = full || (b & 0x7f800000u) == 0x7f800000u || (b & 0x7f800000u) == 0u;
+            r[q] = uintBitsToFloat(f32_bits_from_f64_short(y));
+          } else
+#endif
           r[q] = result(unary_apply_short(OP, W(v[q]), full));
           flagged |= full ? 1u << q : 0u;
         }
