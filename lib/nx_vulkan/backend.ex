@@ -754,7 +754,9 @@ defmodule Nx.Vulkan.Backend do
     Native.as_type(from, to, ref!(t), Nx.size(t)) |> result(out, :as_type, [out, t])
   end
 
-  # Indices go to the device as s64; out-of-range indices are clamped (the BinaryBackend raises).
+  # Indices go to the device as s32 (s32 and narrower types; one cast fewer and half the index
+  # traffic for a take with s32 indices) or s64; out-of-range indices are clamped (the
+  # BinaryBackend raises).
   @impl true
   def gather(%T{type: type} = out, %T{} = t, %T{} = indices, opts) do
     if zero_size?(t) do
@@ -767,7 +769,7 @@ defmodule Nx.Vulkan.Backend do
         fallback(:gather, [out, t, indices, opts])
 
       bytes ->
-        indices = cast(indices, {:s, 64})
+        {indices, index_bytes} = gather_indices(indices)
         t = cast(t, type)
 
         Native.gather(
@@ -775,12 +777,26 @@ defmodule Nx.Vulkan.Backend do
           ref!(t),
           shape_list(t),
           ref!(indices),
+          index_bytes,
           shape_list(indices),
           opts[:axes]
         )
         |> result(out, :gather, [out, t, indices, opts])
     end
   end
+
+  defp gather_indices(%T{type: {kind, bits}} = indices) when kind in [:s, :u] and bits < 32,
+    do: {cast(indices, {:s, 32}), 4}
+
+  defp gather_indices(%T{type: {:s, 32}} = indices), do: {indices, 4}
+
+  # u64 values past s64's range would wrap to negatives (index 0) in the cast; they clamp to the
+  # last index, as any value past it does.
+  defp gather_indices(%T{type: {:u, 64}} = indices) do
+    top = constant(%{indices | shape: {}}, 9_223_372_036_854_775_807, device: tensors_device([indices]))
+    {cast(min(indices, indices, top), {:s, 64}), 8}
+  end
+  defp gather_indices(indices), do: {cast(indices, {:s, 64}), 8}
 
   # Deterministic scatters: each output element applies its updates in order (put: last wins).
   # Index tuples outside the target are skipped (the BinaryBackend raises).

@@ -66,7 +66,7 @@ nifs = [
   iota: [:type, :n, :inner, :dim, :eye, :device],
   alloc_buffer: [:bytes, :device],
   scatter: [:add, :type, :target, :shape, :indices, :indices_shape, :updates, :axes],
-  gather: [:bytes, :x, :shape, :indices, :indices_shape, :axes],
+  gather: [:bytes, :x, :shape, :indices, :index_bytes, :indices_shape, :axes],
   # ops/convert.rs, ops/reduce.rs, ops/matmul.rs
   as_type: [:from, :to, :x, :n],
   reduce: [:op, :type, :x, :shape, :axes],

@@ -313,6 +313,32 @@ defmodule Nx.Vulkan.GatherTest do
   end
 end
 
+# Not async: counts the device's dispatches.
+defmodule Nx.Vulkan.GatherIndexTypesTest do
+  use Nx.Vulkan.DeviceCase, async: false
+
+  test "every integer index type, out-of-range values clamped as for s64; s32 indices need no cast" do
+    t = dev(Enum.to_list(0..299), type: :f32)
+    values = [-129, -1, 0, 1, 127, 128, 255, 299, 300, 65_535, 2_147_483_647]
+
+    for type <- [s: 8, u: 8, s: 16, u: 16, s: 32, u: 32, s: 64, u: 64] do
+      {min, max} = {Nx.Constants.min_finite(type) |> Nx.to_number(), Nx.Constants.max_finite(type) |> Nx.to_number()}
+      idx = values |> Enum.filter(&(&1 >= min and &1 <= max))
+      idx = if elem(type, 0) == :u, do: idx ++ [max], else: idx ++ [min, max]
+      expected = Enum.map(idx, &(&1 |> max(0) |> min(299)))
+      got = Nx.take(t, dev(idx, type: type)) |> Nx.to_flat_list()
+      assert got == Enum.map(expected, &(&1 * 1.0)), "#{inspect(type)}: #{inspect(got)}"
+    end
+
+    x = dev(Enum.to_list(0..99), type: :s32)
+    i = dev([5, 0, 99], type: :s32)
+    Nx.Vulkan.flush()
+    before = Nx.Vulkan.stats().recorded
+    assert Nx.to_flat_list(Nx.take(x, i)) == [5, 0, 99]
+    assert Nx.Vulkan.stats().recorded - before == 1
+  end
+end
+
 defmodule Nx.Vulkan.ScatterTest do
   use Nx.Vulkan.DeviceCase, async: true
 

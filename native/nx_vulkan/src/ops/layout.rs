@@ -426,35 +426,41 @@ fn alloc_buffer(env: rustler::Env, bytes: u64, device: usize) -> Result<BufferRe
     alloc(bytes)
 }
 
-/// gather: `indices` (s64, shape [..., k]) index `axes` of `x` (shape `shape`); the output is
-/// the index tuples' shape followed by the dims not indexed, in order.
+/// gather: `indices` (s32 or s64 as `index_bytes` says, shape [..., k]) index `axes` of `x`
+/// (shape `shape`); the output is the index tuples' shape followed by the dims not indexed, in
+/// order.
 #[rustler::nif]
+#[allow(clippy::too_many_arguments)]
 fn gather(
     env: rustler::Env,
     elem_bytes: u64,
     x: BufferRef,
     shape: Vec<u64>,
     indices: BufferRef,
+    index_bytes: u64,
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x, &indices])?;
     let _capture = crate::capture::scope(env);
-    gather_elements(elem_bytes, x, shape, indices, indices_shape, axes)
+    if index_bytes != 4 && index_bytes != 8 {
+        return Err(arg_error!("gather: indices of {index_bytes} bytes (s32 or s64 expected)"));
+    }
+    gather_elements(elem_bytes, x, shape, (indices, index_bytes), indices_shape, axes)
 }
 
 fn gather_elements(
     elem_bytes: u64,
     x: BufferRef,
     mut shape: Vec<u64>,
-    indices: BufferRef,
+    (indices, index_bytes): (BufferRef, u64),
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
     if elem_bytes == 16 {
         // c128: pairs of 8-byte halves, the pair an axis that is not indexed.
         shape.push(2);
-        return gather_elements(8, x, shape, indices, indices_shape, axes);
+        return gather_elements(8, x, shape, (indices, index_bytes), indices_shape, axes);
     }
     let kernel = by_width(elem_bytes, shaders::gather_b1, shaders::gather_b2, shaders::gather_b4, shaders::gather_b8)?;
     let k = *indices_shape.last().ok_or_else(|| arg_error!("gather indices need a last axis"))? as usize;
@@ -466,7 +472,7 @@ fn gather_elements(
     }
     let strides = contiguous_strides(&shape);
     check_extent(&x, elem_bytes, 0, &shape, &strides)?;
-    check_extent(&indices, 8, 0, &indices_shape, &contiguous_strides(&indices_shape))?;
+    check_extent(&indices, index_bytes, 0, &indices_shape, &contiguous_strides(&indices_shape))?;
     let rest_axes: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
     let rest_dims: Vec<u64> = rest_axes.iter().map(|&d| shape[d]).collect();
     let rest_strides: Vec<i64> = rest_axes.iter().map(|&d| strides[d]).collect();
@@ -487,7 +493,7 @@ fn gather_elements(
     push.set_strides(10, &axes.iter().map(|&a| strides[a]).collect::<Vec<_>>())?;
     push.set_dims(16, &rest_dims)?;
     push.set_strides(22, &rest_strides[0])?;
-    dispatch(kernel, 0, &[&x, &indices, &out], push, elementwise_groups(n))?;
+    dispatch(kernel, index_bytes as u32, &[&x, &indices, &out], push, elementwise_groups(n))?;
     Ok(out)
 }
 
