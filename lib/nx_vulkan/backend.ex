@@ -450,7 +450,9 @@ defmodule Nx.Vulkan.Backend do
   def transpose(%T{} = out, %T{shape: shape} = t, axes) do
     strides = contiguous_strides(shape)
     strides = Enum.map(axes, &elem(strides, &1))
-    same_layout(out, t, strides) || lazy_view(out, t, strides) || fallback(:transpose, [out, t, axes])
+
+    same_layout(out, t, strides) || lazy_view(out, t, strides) ||
+      fallback(:transpose, [out, t, axes])
   end
 
   @impl true
@@ -793,9 +795,12 @@ defmodule Nx.Vulkan.Backend do
   # u64 values past s64's range would wrap to negatives (index 0) in the cast; they clamp to the
   # last index, as any value past it does.
   defp gather_indices(%T{type: {:u, 64}} = indices) do
-    top = constant(%{indices | shape: {}}, 9_223_372_036_854_775_807, device: tensors_device([indices]))
+    top =
+      constant(%{indices | shape: {}}, 9_223_372_036_854_775_807, device: tensors_device([indices]))
+
     {cast(min(indices, indices, top), {:s, 64}), 8}
   end
+
   defp gather_indices(indices), do: {cast(indices, {:s, 64}), 8}
 
   # Deterministic scatters: each output element applies its updates in order (put: last wins).

@@ -221,6 +221,7 @@ defmodule Nx.Vulkan.LargeTest do
     Nx.Testing.assert_equal(at(Nx.negate(bt), pos), expect.(&(-div(&1, rows))))
 
     prime_pool(n * 4)
+
     Nx.Testing.assert_equal(
       at(Nx.select(Nx.greater(x, 1000), b, x), pos),
       expect.(&if(&1 > 1000, do: div(&1, 4), else: &1))
@@ -420,7 +421,10 @@ defmodule Nx.Vulkan.LargeTest do
         Nx.dot(ha[div(p, m)], hb[[.., rem(p, m)]]) |> Nx.to_number()
       end)
 
-    Nx.Testing.assert_equal(at(out, pos), Nx.tensor(expected, type: :bf16, backend: Nx.BinaryBackend))
+    Nx.Testing.assert_equal(
+      at(out, pos),
+      Nx.tensor(expected, type: :bf16, backend: Nx.BinaryBackend)
+    )
   end
 
   test "sums and products whose widened operand exceeds the binding limit, in blocks" do

@@ -45,7 +45,10 @@ defmodule Nx.Vulkan.LayoutTest do
       assert_device(&Nx.transpose(&1, axes: axes), [Nx.as_type(cube, type)])
     end
 
-    assert_device(&Nx.broadcast(&1, {3, 50, 97}, axes: [1, 2]), [Nx.iota({50, 1}, backend: Nx.Vulkan.Backend)])
+    assert_device(&Nx.broadcast(&1, {3, 50, 97}, axes: [1, 2]), [
+      Nx.iota({50, 1}, backend: Nx.Vulkan.Backend)
+    ])
+
     # Rows needing more workgroups than a grid dimension is sure to hold (65535) go by element.
     wide = Nx.iota({2, 4_200_000}, type: :u8, backend: Nx.Vulkan.Backend)
     assert_device(&Nx.slice(&1, [0, 1], [2, 4_194_305]), [wide])
@@ -322,7 +325,10 @@ defmodule Nx.Vulkan.GatherIndexTypesTest do
     values = [-129, -1, 0, 1, 127, 128, 255, 299, 300, 65_535, 2_147_483_647]
 
     for type <- [s: 8, u: 8, s: 16, u: 16, s: 32, u: 32, s: 64, u: 64] do
-      {min, max} = {Nx.Constants.min_finite(type) |> Nx.to_number(), Nx.Constants.max_finite(type) |> Nx.to_number()}
+      {min, max} =
+        {Nx.Constants.min_finite(type) |> Nx.to_number(),
+         Nx.Constants.max_finite(type) |> Nx.to_number()}
+
       idx = values |> Enum.filter(&(&1 >= min and &1 <= max))
       idx = if elem(type, 0) == :u, do: idx ++ [max], else: idx ++ [min, max]
       expected = Enum.map(idx, &(&1 |> max(0) |> min(299)))
@@ -665,9 +671,17 @@ defmodule Nx.Vulkan.LazyViewTest do
     for {name, fun} <- [
           {"transpose + add", fn x, _row, y -> Nx.add(Nx.transpose(x), y) end},
           {"broadcast * x", fn x, row, _y -> Nx.multiply(Nx.broadcast(row, {37, 53}), x) end},
-          {"compare with a broadcast column", fn x, _row, y -> Nx.less(x, Nx.broadcast(Nx.slice(y, [0, 0], [1, 1]) |> Nx.reshape({1}), {37, 53}, axes: [1])) end},
-          {"transpose of a broadcast (composed)", fn _x, row, y -> Nx.subtract(y, Nx.transpose(Nx.broadcast(row, {37, 53}))) end},
-          {"broadcast of a transpose (composed)", fn x, _row, y -> Nx.divide(Nx.broadcast(Nx.transpose(x), {2, 53, 37}), y) end}
+          {"compare with a broadcast column",
+           fn x, _row, y ->
+             Nx.less(
+               x,
+               Nx.broadcast(Nx.slice(y, [0, 0], [1, 1]) |> Nx.reshape({1}), {37, 53}, axes: [1])
+             )
+           end},
+          {"transpose of a broadcast (composed)",
+           fn _x, row, y -> Nx.subtract(y, Nx.transpose(Nx.broadcast(row, {37, 53}))) end},
+          {"broadcast of a transpose (composed)",
+           fn x, _row, y -> Nx.divide(Nx.broadcast(Nx.transpose(x), {2, 53, 37}), y) end}
         ] do
       # The slice in the compare case is a copy of its own, before the count.
       {actual, n} = dispatches(fn -> fun.(x, row, y) end)
@@ -684,7 +698,11 @@ defmodule Nx.Vulkan.LazyViewTest do
     pred = Nx.greater(x, 0.0)
 
     fun = fn pred, x, y, row ->
-      Nx.select(Nx.transpose(pred), Nx.transpose(Nx.broadcast(row, {37, 53})), Nx.add(y, Nx.transpose(x)))
+      Nx.select(
+        Nx.transpose(pred),
+        Nx.transpose(Nx.broadcast(row, {37, 53})),
+        Nx.add(y, Nx.transpose(x))
+      )
     end
 
     {r, n} = dispatches(fn -> fun.(pred, x, y, row) end)
@@ -711,8 +729,10 @@ defmodule Nx.Vulkan.LazyViewTest do
     for {name, fun} <- [
           {"exp of a transpose", fn x, _row -> Nx.exp(Nx.transpose(x)) end},
           {"sigmoid of a broadcast", fn _x, row -> Nx.sigmoid(Nx.broadcast(row, {5, 48})) end},
-          {"negate of a transposed broadcast", fn _x, row -> Nx.negate(Nx.transpose(Nx.broadcast(row, {7, 48}))) end},
-          {"abs of a 3-d transpose", fn x, _row -> Nx.abs(Nx.transpose(Nx.reshape(x, {8, 8, 48}), axes: [2, 0, 1])) end}
+          {"negate of a transposed broadcast",
+           fn _x, row -> Nx.negate(Nx.transpose(Nx.broadcast(row, {7, 48}))) end},
+          {"abs of a 3-d transpose",
+           fn x, _row -> Nx.abs(Nx.transpose(Nx.reshape(x, {8, 8, 48}), axes: [2, 0, 1])) end}
         ] do
       {actual, n} = dispatches(fn -> fun.(x, row) end)
       assert n == 1, "#{name}: #{n} dispatches"
@@ -721,7 +741,12 @@ defmodule Nx.Vulkan.LazyViewTest do
 
     for type <- [:s8, :u16, :s32, :f16, :f64] do
       x = Nx.iota({6, 11}, type: type, backend: Nx.Vulkan.Backend) |> Nx.subtract(30)
-      for fun <- [&Nx.negate(Nx.transpose(&1)), &Nx.abs(Nx.transpose(&1)), &Nx.sign(Nx.broadcast(&1, {2, 6, 11}))] do
+
+      for fun <- [
+            &Nx.negate(Nx.transpose(&1)),
+            &Nx.abs(Nx.transpose(&1)),
+            &Nx.sign(Nx.broadcast(&1, {2, 6, 11}))
+          ] do
         assert Nx.to_binary(fun.(x)) == Nx.to_binary(fun.(host(x))), inspect(type)
       end
     end
@@ -739,7 +764,10 @@ defmodule Nx.Vulkan.LazyViewTest do
     assert Nx.to_binary(e) == Nx.to_binary(Nx.reduce_max(Nx.transpose(host(x)), axes: [1]))
     assert Nx.to_binary(t) == Nx.to_binary(Nx.transpose(host(x)))
     # GPUs accumulate dot in f32 (precise_dot off): close to the BinaryBackend's, not its bits.
-    assert_all_close(Nx.dot(t, x), Nx.dot(Nx.transpose(host(x)), host(x)), atol: 1.0e-3, rtol: 1.0e-5)
+    assert_all_close(Nx.dot(t, x), Nx.dot(Nx.transpose(host(x)), host(x)),
+      atol: 1.0e-3,
+      rtol: 1.0e-5
+    )
   end
 
   test "dot reads a transposed operand from its base; a broadcast one is copied" do
@@ -752,7 +780,13 @@ defmodule Nx.Vulkan.LazyViewTest do
     for type <- [:f16, :f32, :f64] do
       a = Nx.as_type(random({3, 40, 24}, :f32, 1.0, 15), type)
       b = Nx.as_type(random({3, 16, 40}, :f32, 1.0, 16), type)
-      fun = fn a, b -> Nx.dot(Nx.transpose(a, axes: [0, 2, 1]), [2], [0], Nx.transpose(b, axes: [0, 2, 1]), [1], [0]) end
+
+      fun = fn a, b ->
+        Nx.dot(Nx.transpose(a, axes: [0, 2, 1]), [2], [0], Nx.transpose(b, axes: [0, 2, 1]), [1], [
+          0
+        ])
+      end
+
       {r, n} = dispatches(fn -> fun.(a, b) end)
       assert n == 1, inspect(type)
       tol = if type == :f16, do: 2.0e-2, else: 1.0e-4
@@ -762,7 +796,11 @@ defmodule Nx.Vulkan.LazyViewTest do
     row = random({33}, :f32, 4.0, 17)
     {r, n} = dispatches(fn -> Nx.dot(Nx.broadcast(row, {48, 33}), [0], y, [0]) end)
     assert n == 2
-    assert_all_close(r, Nx.dot(Nx.broadcast(host(row), {48, 33}), [0], host(y), [0]), atol: 1.0e-4, rtol: 1.0e-5)
+
+    assert_all_close(r, Nx.dot(Nx.broadcast(host(row), {48, 33}), [0], host(y), [0]),
+      atol: 1.0e-4,
+      rtol: 1.0e-5
+    )
   end
 
   test "large transposes are copied for binary ops (a tiled copy reads faster than scattered loads)" do
@@ -832,6 +870,7 @@ defmodule Nx.Vulkan.LazyViewTest do
     # A fresh view at each call: each replay's argument is its copy, made on the queue then.
     for seed <- 11..12 do
       z = random({40, 24}, :f32, 4.0, seed)
+
       assert Nx.to_binary(f.(Nx.transpose(z), y)) ==
                Nx.to_binary(Nx.add(Nx.exp(Nx.transpose(host(z))), host(y)))
     end

@@ -219,7 +219,14 @@ defmodule Nx.Vulkan.ReduceDotTest do
         Nx.Random.randint(Nx.Random.key(seed), -3, 4, shape: shape) |> elem(0) |> Nx.as_type(:f32)
       end
 
-      binades = fn n, axis -> Nx.iota({n}) |> Nx.multiply(100 / (n - 1)) |> Nx.subtract(50) |> Nx.floor() |> Nx.new_axis(axis) end
+      binades = fn n, axis ->
+        Nx.iota({n})
+        |> Nx.multiply(100 / (n - 1))
+        |> Nx.subtract(50)
+        |> Nx.floor()
+        |> Nx.new_axis(axis)
+      end
+
       e = Nx.multiply(ints.({256, 40}, 85), Nx.pow(2.0, binades.(256, 1))) |> Nx.as_type(:bf16)
       f = Nx.multiply(ints.({40, 128}, 86), Nx.pow(2.0, binades.(128, 0))) |> Nx.as_type(:bf16)
       assert_device(&Nx.dot/2, [e, f])
@@ -238,10 +245,18 @@ defmodule Nx.Vulkan.ReduceDotTest do
       # a subnormal; b: column 5 wide (2^-60), column 9 -Inf.
       a =
         random({200, 96}, :bf16, 2.0, 87)
-        |> put.([{[3, 0], 1.099511627776e12}, {[7, 5], :nan}, {[11, 50], :infinity}, {[17, 2], 1.0e-39}])
+        |> put.([
+          {[3, 0], 1.099511627776e12},
+          {[7, 5], :nan},
+          {[11, 50], :infinity},
+          {[17, 2], 1.0e-39}
+        ])
         |> Nx.put_slice([13, 0], Nx.broadcast(Nx.tensor(0.0, type: :bf16), {1, 96}))
 
-      b = random({96, 150}, :bf16, 2.0, 88) |> put.([{[4, 5], 8.673617379884035e-19}, {[90, 9], :neg_infinity}])
+      b =
+        random({96, 150}, :bf16, 2.0, 88)
+        |> put.([{[4, 5], 8.673617379884035e-19}, {[90, 9], :neg_infinity}])
+
       tol = [rtol: 1.6e-2, atol: 1.0e-3]
       assert_device(&Nx.dot/2, [a, b], tol)
       assert_device(&Nx.dot(&1, [0], &2, [1]), [Nx.transpose(a), Nx.transpose(b)], tol)
