@@ -179,14 +179,6 @@ double f64_from_f32_bits(uint b) {
   return packDouble2x32(uvec2(b << 29, (b & 0x80000000u) | (((b >> 3) & 0x0fffffffu) + 0x38000000u)));
 }
 
-// A double's rounding to f32 with integer operations, for y in f32's normal range and not near
-// a rounding point (near_f32_rounding_point false): the dropped bits' top one rounds.
-uint f32_bits_from_f64_short(double y) {
-  uvec2 w = unpackDouble2x32(y);
-  uint bits = (w.y & 0x80000000u) | (((w.y & 0x7fffffffu) - 0x38000000u) << 3) | (w.x >> 29);
-  return bits + ((w.x >> 28) & 1u);
-}
-
 // exp(x) within ~1 unit of the last place for an f32 value x in [-87, 88.5] (normal f32
 // results): x = (32k + j) ln2/32 + r exactly (x has 24 bits, n ln2_hi/32 at most 45), then
 // 2^k T_j (1 + expm1(r)) with expm1 by its Taylor series to r^7 (|r| <= ln2/64: the rest is

@@ -68,14 +68,6 @@ void main() {
         uint flagged = 0u;
         for (int q = 0; q < 4; ++q) {
           bool full;
-#if defined(PRECISE) && defined(MATH64)
-          if ((EXPERIMENT & 1u) != 0u) {
-            uint b = floatBitsToUint(v[q]);
-            W y = unary_apply_short(OP, f64_from_f32_bits(b), full);
-            full = full || (b & 0x7f800000u) == 0x7f800000u || (b & 0x7f800000u) == 0u;
-            r[q] = uintBitsToFloat(f32_bits_from_f64_short(y));
-          } else
-#endif
           r[q] = result(unary_apply_short(OP, W(v[q]), full));
           flagged |= full ? 1u << q : 0u;
         }

@@ -620,8 +620,6 @@ struct OpenBatch {
     written_bytes: u64,
     /// The pipeline bound last, so consecutive dispatches of one kernel bind it once.
     bound_pipeline: vk::Pipeline,
-    /// Whether a program or device loop recorded into it (its hazards are not carried).
-    opaque: bool,
 }
 
 #[derive(Default)]
@@ -634,34 +632,7 @@ struct Recorder {
     /// Fences and timestamp query pools of retired submissions, for reuse.
     free_fences: Vec<Arc<Fence>>,
     free_timestamps: Vec<Arc<QueryPool>>,
-    /// Whether a submission since the last wait went without the barrier that makes its writes
-    /// visible to the host (SubmitBarriers other than All): the next wait must add one.
-    host_barrier_owed: bool,
-    /// The last submission's hazard state, for the next command buffer to start from instead of
-    /// a full barrier (SubmitBarriers::Carry); None where it held a program or a device loop.
-    carried: Option<Hazards>,
-    /// Set while a program or device loop records (their barriers are their own).
-    opaque_recording: bool,
 }
-
-/// What each submission's boundaries synchronise (NXV_SUBMIT_BARRIERS, an A/B knob).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum SubmitBarriers {
-    /// Every command buffer starts with a full barrier and ends with one to the host.
-    All,
-    /// The barrier to the host only where the host waits (a flush, a device loop's condition).
-    Wait,
-    /// As Wait, and a command buffer starts from the previous one's hazard tracking (a barrier
-    /// only before the first command that touches what earlier ones wrote), so independent
-    /// kernels of consecutive submissions may overlap.
-    Carry,
-}
-
-pub static SUBMIT_BARRIERS: Lazy<SubmitBarriers> = Lazy::new(|| match std::env::var("NXV_SUBMIT_BARRIERS").as_deref() {
-    Ok("wait") => SubmitBarriers::Wait,
-    Ok("carry") => SubmitBarriers::Carry,
-    _ => SubmitBarriers::All,
-});
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
 struct InFlight {
@@ -1142,22 +1113,17 @@ impl Recorder {
             None
         };
         // Order this command buffer after whatever earlier submissions wrote: a barrier applies
-        // to all prior commands on the queue, and one may still be running. (Carry: the previous
-        // command buffer's hazard tracking decides where the first barrier goes instead.)
-        let carried = self.carried.take().filter(|_| *SUBMIT_BARRIERS == SubmitBarriers::Carry);
-        if carried.is_none() {
-            unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
-        }
+        // to all prior commands on the queue, and one may still be running.
+        unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
-            hazards: carried.unwrap_or_default(),
+            hazards: Hazards::default(),
             timestamps,
             per_command: mode.unwrap_or(false),
             recording_ns: started.elapsed().as_nanos() as u64,
             written_bytes: 0,
             bound_pipeline: vk::Pipeline::null(),
-            opaque: false,
         })
     }
 
@@ -1179,17 +1145,19 @@ impl Recorder {
             }
         }
         let started = Instant::now();
-        // Programs and loops place barriers of their own: their command buffers' hazard state
-        // is not carried (SubmitBarriers::Carry), nor that of any they submit mid-way.
-        let opaque = matches!(queued.command, Command::Program(_) | Command::Loop(_));
-        self.opaque_recording = opaque;
-        let recorded = self.record_command(&queued.command);
-        self.opaque_recording = false;
         // A loop submits and waits mid-way: its time is not recording time.
-        let waited = recorded?;
+        let mut waited = Duration::ZERO;
+        match &queued.command {
+            Command::Program(replay) if replay.program.prerecorded() => unsafe { record_replay(self.batch()?, replay)? },
+            Command::Program(replay) => waited = self.record_direct(replay)?,
+            Command::Loop(run) => waited = self.run_loop(run)?,
+            command => {
+                let batch = self.batch()?;
+                unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? }
+            }
+        }
         // The command stays with the last command buffer it recorded into, which completes last.
         let batch = self.batch()?;
-        batch.opaque |= opaque;
         batch.written_bytes += queued.bytes;
         batch.commands.push(queued);
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
@@ -1198,21 +1166,6 @@ impl Recorder {
         }
         batch.recording_ns += started.elapsed().saturating_sub(waited).as_nanos() as u64;
         Ok(())
-    }
-
-    /// Records `command` into the open command buffer (begun if there is none); returns the time
-    /// its device loops spent submitting and waiting.
-    fn record_command(&mut self, command: &Command) -> Result<Duration> {
-        match command {
-            Command::Program(replay) if replay.program.prerecorded() => unsafe { record_replay(self.batch()?, replay)? },
-            Command::Program(replay) => return self.record_direct(replay),
-            Command::Loop(run) => return self.run_loop(run),
-            command => {
-                let batch = self.batch()?;
-                unsafe { record_into(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, command)? }
-            }
-        }
-        Ok(Duration::ZERO)
     }
 
     /// A program's replay recorded afresh (a program that is not pre-recorded): its commands
@@ -1354,12 +1307,6 @@ impl Recorder {
     /// submissions on the GPU; with `wait`, waits until everything submitted is done. `reason`
     /// names what submitted it, for the telemetry event.
     fn submit(&mut self, wait: bool, reason: &'static str) -> Result<()> {
-        let host_barrier = wait || *SUBMIT_BARRIERS == SubmitBarriers::All;
-        if wait && self.open.is_none() && self.host_barrier_owed {
-            // The writes the host is about to read went in a submission without the barrier to
-            // the host: an empty command buffer carries it (it covers every earlier command).
-            self.open = Some(self.begin()?);
-        }
         if let Some(mut batch) = self.open.take() {
             let c = ctx()?;
             let started = Instant::now();
@@ -1368,16 +1315,8 @@ impl Recorder {
                     batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
                 }
                 // Make every write visible to the host (downloads read staging buffers after the fence).
-                if host_barrier {
-                    batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
-                }
+                batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(true));
             }
-            self.host_barrier_owed = !host_barrier;
-            self.carried = if batch.opaque || self.opaque_recording {
-                None
-            } else {
-                Some(std::mem::take(&mut batch.hazards))
-            };
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
             stats().recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
