@@ -163,20 +163,9 @@ double exp64(double x) { return exp64_dd(x, 0.0lf); }
 
 // Whether y lies within 64 units of its last place of an f32 value or midpoint: bit 28 of the
 // mantissa is f32's rounding bit, bits 0-27 what a rounding would drop.
-#ifndef HAS_EXPERIMENT
-const uint EXPERIMENT = 0u;
-#endif
 bool near_f32_rounding_point(double y) {
   uint dropped = unpackDouble2x32(y).x & 0x0fffffffu;
-  if ((EXPERIMENT & 2u) != 0u) return ((dropped + 256u) & 0x0fffffffu) <= 512u;
   return ((dropped + 64u) & 0x0fffffffu) <= 128u;
-}
-
-// An f32's value as a double, built from its bits with integer operations (the conversion
-// instruction runs at a quarter of the f64 rate on the H200). Right for normal f32 values; a
-// zero or subnormal gives a tiny normal double, an infinity or NaN a huge finite one.
-double f64_from_f32_bits(uint b) {
-  return packDouble2x32(uvec2(b << 29, (b & 0x80000000u) | (((b >> 3) & 0x0fffffffu) + 0x38000000u)));
 }
 
 // exp(x) within ~1 unit of the last place for an f32 value x in [-87, 88.5] (normal f32
@@ -191,9 +180,7 @@ double exp64_short(double x) {
   precise double n = shifted - SHIFTER;
   int ni = int(unpackDouble2x32(shifted).x);
   double r = (x - n * (LN2_HI / 32.0lf)) - n * (LN2_LO / 32.0lf);
-  double p = (EXPERIMENT & 2u) != 0u
-    ? r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf))))
-    : r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf +
+  double p = r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf +
              r * (1.0lf / 720.0lf + r * (1.0lf / 5040.0lf))))));
   int j = ni & 31;
   double th = SHARED_TABLE ? exp2_table_hi[j] : EXP2_J32_HI[j];
@@ -510,14 +497,6 @@ double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
 // step's residual is what rounding leaves (~1 unit with a fused multiply-add, ~1.5 without: GLSL's
 // fma need not be fused, and the short path needs no more).
 double recip_1_2(double d) {
-  if ((EXPERIMENT & 2u) != 0u) {
-    // f32's reciprocal of d's top 21 bits (within ~2^-19), two Newton steps (2^-38, then what
-    // rounding leaves).
-    float df = uintBitsToFloat((unpackDouble2x32(d).y - 0x38000000u) << 3);
-    double r = f64_from_f32_bits(floatBitsToUint(1.0 / df));
-    r = fma(r, fma(-d, r, 1.0lf), r);
-    return fma(r, fma(-d, r, 1.0lf), r);
-  }
   double r = 1.4117647058823529lf - 0.47058823529411764lf * d;  // 24/17 - 8/17 d
   for (int i = 0; i < 4; ++i) r = fma(r, fma(-d, r, 1.0lf), r);
   return r;

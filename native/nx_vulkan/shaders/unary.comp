@@ -7,8 +7,6 @@
 // slowed lavapipe's plain kernels 1.5-2x) pc[1] its rank, dims at pc[4..], strides at pc[10..].
 // Specialization: constant 0 = op code (ops/elementwise.rs, UNARY_OPS). Dispatch: ceil(n/256) capped.
 #include "common.glsl"
-layout(constant_id = 9) const uint EXPERIMENT = 0;
-#define HAS_EXPERIMENT
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
 #include "math64.glsl"
 #define MATH64

@@ -116,11 +116,6 @@ impl Pipeline {
         if constants.contains_key(&3) {
             spec.insert(3, SpecializationConstant::U32(crate::policy::workgroup() as u32));
         }
-        // Constant 9: an A/B experiment's switch (NXV_EXPERIMENT), where a kernel has one.
-        if constants.contains_key(&9) {
-            let experiment = std::env::var("NXV_EXPERIMENT").ok().and_then(|v| v.parse().ok()).unwrap_or(0u32);
-            spec.insert(9, SpecializationConstant::U32(experiment));
-        }
         let entry = self
             .module
             .specialize(spec)
