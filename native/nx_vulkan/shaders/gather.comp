@@ -22,7 +22,9 @@ void main() {
   // (Whole elements, a take's usual case: no division, no rest offset.)
   uint b = rest == 1u ? i : i / rest;
   uint r = i - b * rest;
-  int off = rest == 1u ? 0 : int(strided(r, rest_rank, 16, 22, 0));
+  // Unsigned (the strides are x's contiguous ones): offsets past 2^31 elements, as a binding of
+  // 1-byte elements can hold, stay right.
+  uint off = rest == 1u ? 0u : strided(r, rest_rank, 16, 22, 0);
   for (uint j = 0; j < k; ++j) {
     uint c;
     if (INDEX_BYTES == 4u) {
@@ -32,7 +34,7 @@ void main() {
       int64_t v = idx[b * k + j];
       c = uint(clamp(v, int64_t(0), int64_t(pc[4 + j]) - 1));
     }
-    off += int(c) * int(pc[10 + j]);
+    off += c * pc[10 + j];
   }
   o[i] = x[off];
 }
