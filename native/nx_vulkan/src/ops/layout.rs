@@ -446,21 +446,22 @@ fn gather(
     if index_bytes != 4 && index_bytes != 8 {
         return Err(arg_error!("gather: indices of {index_bytes} bytes (s32 or s64 expected)"));
     }
-    gather_elements(elem_bytes, x, shape, (indices, index_bytes), indices_shape, axes)
+    gather_elements(elem_bytes, x, shape, indices, index_bytes, indices_shape, axes)
 }
 
 fn gather_elements(
     elem_bytes: u64,
     x: BufferRef,
     mut shape: Vec<u64>,
-    (indices, index_bytes): (BufferRef, u64),
+    indices: BufferRef,
+    index_bytes: u64,
     indices_shape: Vec<u64>,
     axes: Vec<usize>,
 ) -> Result<BufferRef> {
     if elem_bytes == 16 {
         // c128: pairs of 8-byte halves, the pair an axis that is not indexed.
         shape.push(2);
-        return gather_elements(8, x, shape, (indices, index_bytes), indices_shape, axes);
+        return gather_elements(8, x, shape, indices, index_bytes, indices_shape, axes);
     }
     let kernel = by_width(elem_bytes, shaders::gather_b1, shaders::gather_b2, shaders::gather_b4, shaders::gather_b8)?;
     let k = *indices_shape.last().ok_or_else(|| arg_error!("gather indices need a last axis"))? as usize;
