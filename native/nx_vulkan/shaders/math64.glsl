@@ -168,25 +168,27 @@ bool near_f32_rounding_point(double y) {
   return ((dropped + 64u) & 0x0fffffffu) <= 128u;
 }
 
-// exp(x) within ~1 unit of the last place for an f32 value x in [-87, 88.5] (normal f32
-// results): x = (32k + j) ln2/32 + r exactly (x has 24 bits, n ln2_hi/32 at most 45), then
-// 2^k T_j (1 + expm1(r)) with expm1 by its Taylor series to r^7 (|r| <= ln2/64: the rest is
-// below 2^-66). No conversion instructions but the operand's (they run at a quarter of the f64
-// rate on the H200): n is rounded by the 1.5 2^52 shifter, whose sum holds n in its low word,
-// and 2^k is built from its bits.
+// exp(x) within ~25 units of the last place for an f32 value x in [-87, 88.5] (normal f32
+// results; near_f32_rounding_point allows 64): x = (32k + j) ln2/32 + r (n = 32k + j rounded by
+// the 1.5 2^52 shifter, whose sum holds n in its low word; any rounding of x 32/ln2 before the
+// shift only moves r a hair past ln2/64), r = x - n ln2_hi/32 exactly (x has 24 bits, n ln2_hi/32
+// at most 45) minus n ln2_lo/32, then 2^k T_j (1 + expm1(r)) with expm1 by its Taylor series to
+// r^5 (|r| <= ln2/64: the rest is below 2^-48.6), T_j without its low part (2^-53 of it), and
+// 2^k added to the exponent bits. Every step tolerates a fused or an unfused multiply-add. Few
+// f64 instructions and no conversion but the operand's: the H200 runs precise exp and sigmoid
+// at its f64 rate (README).
 double exp64_short(double x) {
   const double SHIFTER = 6755399441055744.0lf;
-  precise double shifted = x * (32.0lf / 6.93147180559945309417e-01lf) + SHIFTER;
+  // `precise`: a compiler free to reassociate would fold the shifter away.
+  precise double shifted = fma(x, 32.0lf / 6.93147180559945309417e-01lf, SHIFTER);
   precise double n = shifted - SHIFTER;
   int ni = int(unpackDouble2x32(shifted).x);
-  double r = (x - n * (LN2_HI / 32.0lf)) - n * (LN2_LO / 32.0lf);
-  double p = r + r * r * (0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf +
-             r * (1.0lf / 720.0lf + r * (1.0lf / 5040.0lf))))));
-  int j = ni & 31;
-  double th = SHARED_TABLE ? exp2_table_hi[j] : EXP2_J32_HI[j];
-  double tl = SHARED_TABLE ? exp2_table_lo[j] : EXP2_J32_LO[j];
-  double scale = packDouble2x32(uvec2(0u, uint((ni >> 5) + 1023) << 20));
-  return (th + (th * p + tl)) * scale;
+  double r = fma(-n, LN2_LO / 32.0lf, fma(-n, LN2_HI / 32.0lf, x));
+  double p = fma(r * r, 0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf))), r);
+  double th = SHARED_TABLE ? exp2_table_hi[ni & 31] : EXP2_J32_HI[ni & 31];
+  uvec2 y = unpackDouble2x32(fma(th, p, th));
+  y.y += uint(ni >> 5) << 20;
+  return packDouble2x32(y);
 }
 
 // exp64_short's value and whether it must give way to exp64 (`full`: x outside the short
@@ -490,15 +492,18 @@ double tanh64(double x) {
 
 double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
 
-// 1 / d for d in [1, 2] within ~1.5 units of the last place, with no division: GLSL's f64
+// 1 / d for d in [1, 2] within ~2 units of the last place, with no division: GLSL's f64
 // division is a long subroutine on GPUs (on the H200 sigmoid's short path spent more on its one
-// division than on its exp). A linear seed (relative error at most 1/17) and four Newton steps,
-// each squaring the error (2^-4.09 -> 2^-8.2 -> 2^-16.4 -> 2^-32.7 -> below 2^-65); the last
-// step's residual is what rounding leaves (~1 unit with a fused multiply-add, ~1.5 without: GLSL's
-// fma need not be fused, and the short path needs no more).
+// division than on its exp). A quadratic seed (the minimax one: relative error at most 1/99,
+// 2^-6.6) and two cubic Newton steps r (1 + e + e^2), e = 1 - d r, each cubing the error
+// (2^-19.9, then below 2^-59): 8 f64 operations against 9 for a linear seed's four quadratic
+// steps. The last step's residual is what rounding leaves.
 double recip_1_2(double d) {
-  double r = 1.4117647058823529lf - 0.47058823529411764lf * d;  // 24/17 - 8/17 d
-  for (int i = 0; i < 4; ++i) r = fma(r, fma(-d, r, 1.0lf), r);
+  double r = fma(d, fma(d, 32.0lf / 99.0lf, -16.0lf / 11.0lf), 70.0lf / 33.0lf);
+  for (int i = 0; i < 2; ++i) {
+    double e = fma(-d, r, 1.0lf);
+    r = fma(r, fma(e, e, e), r);
+  }
   return r;
 }
 

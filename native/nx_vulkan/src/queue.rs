@@ -284,10 +284,21 @@ fn spin_budget() -> Duration {
     Duration::from_micros(SPIN_US.load(Ordering::Relaxed))
 }
 
-/// Calls `attempt` until it yields a value or the spin budget has passed (None: the caller
-/// blocks instead). It always tries once, so with no budget it is a single check.
-fn poll<T>(mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
-    let until = Instant::now() + spin_budget();
+/// How long a flush's waits poll (the GPU thread on the fences, the caller on the reply): a
+/// caller is blocked on them, as in CUDA's default synchronize, which spins. FLUSH_SPIN_FACTOR
+/// times the spin budget, so 20 ms on GPUs and nothing on CPU devices: a flush of more GPU work
+/// than the plain budget (10 ops of 64 M elements: ~1.3 ms on the H200) then ends when the GPU
+/// does, not when a blocked thread wakes tens of µs later, twice.
+fn flush_spin_budget() -> Duration {
+    spin_budget() * FLUSH_SPIN_FACTOR
+}
+
+const FLUSH_SPIN_FACTOR: u32 = 20;
+
+/// Calls `attempt` until it yields a value or `budget` has passed (None: the caller blocks
+/// instead). It always tries once, so with no budget it is a single check.
+fn poll<T>(budget: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T> {
+    let until = Instant::now() + budget;
     loop {
         if let Some(value) = attempt() {
             return Some(value);
@@ -321,10 +332,10 @@ impl Drop for SpinningCaller {
     }
 }
 
-/// Waits for the GPU thread's reply on `rx`, polling for up to the spin budget first (see SPIN_US).
-fn await_reply<T>(rx: &Receiver<T>) -> Result<T> {
+/// Waits for the GPU thread's reply on `rx`, polling for up to `budget` first (see SPIN_US).
+fn await_reply<T>(rx: &Receiver<T>, budget: Duration) -> Result<T> {
     if let Some(_spinning) = SpinningCaller::enter() {
-        let reply = poll(|| match rx.try_recv() {
+        let reply = poll(budget, || match rx.try_recv() {
             Ok(reply) => Some(Ok(reply)),
             Err(TryRecvError::Disconnected) => Some(Err(stopped())),
             Err(TryRecvError::Empty) => None,
@@ -515,7 +526,7 @@ pub fn flush(reason: FlushReason) -> Result<()> {
         .control
         .send(Control::Flush(reason, tx))
         .map_err(|_| stopped())?;
-    await_reply(&rx)?
+    await_reply(&rx, flush_spin_budget())?
 }
 
 /// Waits (on the caller's dirty scheduler) until the queue is within its bound; returns at once
@@ -526,7 +537,7 @@ pub fn throttle() -> Result<()> {
     }
     let (tx, rx) = bounded(1);
     queue().control.send(Control::Throttle(tx)).map_err(|_| stopped())?;
-    await_reply(&rx)
+    await_reply(&rx, spin_budget())
 }
 
 fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
@@ -561,7 +572,7 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
                         recorder.guarded(|r| r.submit(false, "backpressure"));
                     } else if !recorder.in_flight.is_empty() {
                         // An error here is kept for the next flush, like any recording error.
-                        recorder.guarded(|r| r.retire_oldest());
+                        recorder.guarded(|r| r.retire_oldest(spin_budget()));
                     } else {
                         break;
                     }
@@ -1090,7 +1101,7 @@ impl Recorder {
             return;
         };
         while self.in_flight.front().is_some_and(|f| f.fence.is_signaled().unwrap_or(true)) {
-            self.guarded(|r| r.retire_oldest());
+            self.guarded(|r| r.retire_oldest(spin_budget()));
         }
         if force || self.in_flight.len() < MAX_IN_FLIGHT {
             stats().early_submissions.fetch_add(1, Ordering::Relaxed);
@@ -1322,7 +1333,7 @@ impl Recorder {
             stats().recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
             stats().record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
-                self.retire_oldest()?;
+                self.retire_oldest(spin_budget())?;
             }
             let fence = self.fence()?;
             let cb_handles = [cb.handle()];
@@ -1350,19 +1361,19 @@ impl Recorder {
         }
         if wait {
             while !self.in_flight.is_empty() {
-                self.retire_oldest()?;
+                self.retire_oldest(flush_spin_budget())?;
             }
         }
         Ok(())
     }
 
-    /// Waits for the oldest submission (polling briefly first: a blocking wait costs ~25 us more
-    /// than polling on real GPUs), then releases what it used.
-    fn retire_oldest(&mut self) -> Result<()> {
+    /// Waits for the oldest submission (polling for up to `budget` first: a blocking wait costs
+    /// ~25 us more than polling on real GPUs), then releases what it used.
+    fn retire_oldest(&mut self, budget: Duration) -> Result<()> {
         let Some(done) = self.in_flight.pop_front() else { return Ok(()) };
         let c = ctx()?;
         let waiting = Instant::now();
-        let polled = poll(|| match done.fence.is_signaled() {
+        let polled = poll(budget, || match done.fence.is_signaled() {
             Ok(false) => None,
             signaled => Some(signaled.map(|_| ())),
         });
