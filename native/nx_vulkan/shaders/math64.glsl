@@ -492,25 +492,27 @@ double tanh64(double x) {
 
 double sigmoid64(double x) { return 1.0lf / (1.0lf + exp64(-x)); }
 
-// 1 / d for d in [1, 2] within ~2 units of the last place, with no division: GLSL's f64
-// division is a long subroutine on GPUs (on the H200 sigmoid's short path spent more on its one
-// division than on its exp). A quadratic seed (the minimax one: relative error at most 1/99,
-// 2^-6.6) and two cubic Newton steps r (1 + e + e^2), e = 1 - d r, each cubing the error
-// (2^-19.9, then below 2^-59): 8 f64 operations against 9 for a linear seed's four quadratic
-// steps. The last step's residual is what rounding leaves.
+// 1 / d for d in [1, 2] within ~2 units of the last place, with no division (GLSL's f64
+// division is a long subroutine on GPUs) and three f64 operations: the H200 runs precise sigmoid
+// at its f64 rate, and a polynomial seed with Newton steps took 8 or 9. The seed is an f32
+// reciprocal (within 2.5 units of f32's last place, Vulkan's bound) of d's leading 24 bits,
+// moved between the formats on the bits (conversion instructions run at a quarter of the f64
+// rate): relative error below 2^-21.9, so one cubic Newton step r (1 + e + e^2), e = 1 - d r,
+// leaves less than 2^-65 before its own rounding.
 double recip_1_2(double d) {
-  double r = fma(d, fma(d, 32.0lf / 99.0lf, -16.0lf / 11.0lf), 70.0lf / 33.0lf);
-  for (int i = 0; i < 2; ++i) {
-    double e = fma(-d, r, 1.0lf);
-    r = fma(r, fma(e, e, e), r);
-  }
-  return r;
+  uvec2 w = unpackDouble2x32(d);
+  // d's exponent (1023 or 1024) rebased to f32's, its mantissa's top 23 bits below it.
+  float f = uintBitsToFloat(((w.y - (896u << 20)) << 3) | (w.x >> 29));
+  uint b = floatBitsToUint(1.0 / f);  // in [0.5, 1]: a positive normal f32
+  double r = packDouble2x32(uvec2(b << 29, (b >> 3) + (896u << 20)));
+  double e = fma(-d, r, 1.0lf);
+  return fma(r, fma(e, e, e), r);
 }
 
 // sigmoid64's short value as an f32 or f16 op needs it (see exp64_short_checked), and whether
 // sigmoid64 must replace it. With t = exp(-|x|) in (0, 1] and s = 1 / (1 + t), sigmoid(x) is s
-// for x >= 0 and t s for x < 0: exp within ~1 unit, the sum, a reciprocal within ~1.5 units and
-// the product keep the short value within ~5 units (the check allows 64). Above 40,
+// for x >= 0 and t s for x < 0: exp within ~25 units, the sum, a reciprocal within ~2 units and
+// the product keep the short value within ~30 units (the check allows 64). Above 40,
 // exp(-x) < 2^-57 and sigmoid64 gives 1 exactly; below -87 the result is not a normal f32.
 double sigmoid64_short_checked(double x, out bool full) {
   bool one = x > 40.0lf;
