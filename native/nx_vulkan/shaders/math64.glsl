@@ -80,14 +80,20 @@ const double EXP2_J32_LO[32] = double[32](
 // On GPUs the table lives in shared memory (SHARED_TABLE, specialization constant 1): lanes of a
 // warp index it divergently, which serialises reads from constant memory (exp measured ~10x
 // slower than a plain copy on the H200). Shaders that include this file call load_math_tables()
-// from main, in uniform control flow, before any early return. CPUs (lavapipe) read the constant
-// array directly and skip the barrier, which costs more than it saves there.
+// from main, in uniform control flow, before any early return. On CPUs (lavapipe) the barrier
+// costs more than it saves in kernels that never read the table (a binary add), but a kernel
+// that reads it per element runs 3.5-5x faster with it in shared memory (lavapipe's reads of a
+// constant array by a variable index are that slow: exp of 1 M f32 took 140 ms against 40): such a shader defines TABLE_IN_SHARED before including this file (unary.comp,
+// for exp and sigmoid).
 layout(constant_id = 1) const bool SHARED_TABLE = false;
+#ifndef TABLE_IN_SHARED
+#define TABLE_IN_SHARED SHARED_TABLE
+#endif
 shared double exp2_table_hi[32];
 shared double exp2_table_lo[32];
 
 void load_math_tables() {
-  if (SHARED_TABLE) {
+  if (TABLE_IN_SHARED) {
     uint i = gl_LocalInvocationIndex;
     if (i < 32u) {
       exp2_table_hi[i] = EXP2_J32_HI[i];
@@ -140,8 +146,8 @@ double exp64_dd(double x, double xt) {
   int ni = int(n);
   int j = ni & 31;
   int k = (ni - j) / 32;
-  precise double th = SHARED_TABLE ? exp2_table_hi[j] : EXP2_J32_HI[j];
-  precise double tl = SHARED_TABLE ? exp2_table_lo[j] : EXP2_J32_LO[j];
+  precise double th = TABLE_IN_SHARED ? exp2_table_hi[j] : EXP2_J32_HI[j];
+  precise double tl = TABLE_IN_SHARED ? exp2_table_lo[j] : EXP2_J32_LO[j];
   precise double ph, pe;
   two_prod(th, r, ph, pe);
   precise double sum_hi = th + ph;
@@ -185,7 +191,7 @@ double exp64_short(double x) {
   int ni = int(unpackDouble2x32(shifted).x);
   double r = fma(-n, LN2_LO / 32.0lf, fma(-n, LN2_HI / 32.0lf, x));
   double p = fma(r * r, 0.5lf + r * (1.0lf / 6.0lf + r * (1.0lf / 24.0lf + r * (1.0lf / 120.0lf))), r);
-  double th = SHARED_TABLE ? exp2_table_hi[ni & 31] : EXP2_J32_HI[ni & 31];
+  double th = TABLE_IN_SHARED ? exp2_table_hi[ni & 31] : EXP2_J32_HI[ni & 31];
   uvec2 y = unpackDouble2x32(fma(th, p, th));
   y.y += uint(ni >> 5) << 20;
   return packDouble2x32(y);

@@ -7,13 +7,15 @@
 // slowed lavapipe's plain kernels 1.5-2x) pc[1] its rank, dims at pc[4..], strides at pc[10..].
 // Specialization: constant 0 = op code (ops/elementwise.rs, UNARY_OPS). Dispatch: ceil(n/256) capped.
 #include "common.glsl"
+layout(constant_id = 0) const uint OP_BITS = 0;
+const uint OP = OP_BITS & 0x7fffffffu;
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
+// exp and sigmoid read exp64's table per element: in shared memory on every device (math64.glsl).
+#define TABLE_IN_SHARED (SHARED_TABLE || OP == 6u || OP == 13u)
 #include "math64.glsl"
 #define MATH64
 #endif
 layout(local_size_x_id = 3) in;
-layout(constant_id = 0) const uint OP_BITS = 0;
-const uint OP = OP_BITS & 0x7fffffffu;
 const bool STRIDED = (OP_BITS >> 31) != 0u;
 layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) restrict readonly buffer X { T x[]; };
