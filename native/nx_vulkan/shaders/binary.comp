@@ -8,11 +8,13 @@
 //       pc[16..22] b strides, pc[22] 1 for the vector path (T4 kernels, rank 1, offsets 0,
 //       strides 0 or 1; the grid then covers ceil(n / 4) vectors). Specialization: constant 0 = op code (ops/elementwise.rs).
 #include "common.glsl"
+layout(constant_id = 0) const uint OP = 0;
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
+// pow reads exp64's table per element: in shared memory on every device (math64.glsl).
+#define TABLE_IN_SHARED (SHARED_TABLE || OP == 6u)
 #include "math64.glsl"
 #endif
 layout(local_size_x_id = 3) in;
-layout(constant_id = 0) const uint OP = 0;
 layout(constant_id = 2) const uint PER = 1;
 layout(set = 0, binding = 0) restrict readonly buffer A { T a[]; };
 layout(set = 0, binding = 1) restrict readonly buffer B { T b[]; };
