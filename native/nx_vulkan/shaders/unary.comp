@@ -10,9 +10,9 @@
 layout(constant_id = 0) const uint OP_BITS = 0;
 const uint OP = OP_BITS & 0x7fffffffu;
 #if !defined(IS_INT) && (defined(PRECISE) || defined(IS_F64))
-// exp, sigmoid, cbrt, erf and erfc read exp64's table per element (sinh and cosh only past
-// |x| = 22): in shared memory on every device (math64.glsl).
-#define TABLE_IN_SHARED (SHARED_TABLE || OP == 6u || OP == 13u || OP == 29u || OP == 30u || OP == 31u)
+// The ops whose routines read exp64's table (exp, sigmoid, sinh, cosh, cbrt, erf, erfc; some
+// over part of their range) take it from shared memory on every device (math64.glsl).
+#define TABLE_IN_SHARED (SHARED_TABLE || OP == 6u || OP == 13u || OP == 24u || OP == 25u || OP == 29u || OP == 30u || OP == 31u)
 #include "math64.glsl"
 #define MATH64
 #endif
