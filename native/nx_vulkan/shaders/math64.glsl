@@ -82,9 +82,10 @@ const double EXP2_J32_LO[32] = double[32](
 // slower than a plain copy on the H200). Shaders that include this file call load_math_tables()
 // from main, in uniform control flow, before any early return. On CPUs (lavapipe) the barrier
 // costs more than it saves in kernels that never read the table (a binary add), but a kernel
-// that reads it per element runs 3.5-5x faster with it in shared memory (lavapipe's reads of a
-// constant array by a variable index are that slow: exp of 1 M f32 took 140 ms against 40): such a shader defines TABLE_IN_SHARED before including this file (unary.comp,
-// for exp and sigmoid).
+// that reads it runs 3-17x faster with it in shared memory (lavapipe's reads of a constant array
+// by a variable index are that slow: exp of 1 M f32 took 140 ms against 40, erf of 256 K 228
+// against 14): a shader whose op reads it defines TABLE_IN_SHARED before including this file
+// (unary.comp, binary.comp).
 layout(constant_id = 1) const bool SHARED_TABLE = false;
 #ifndef TABLE_IN_SHARED
 #define TABLE_IN_SHARED SHARED_TABLE
