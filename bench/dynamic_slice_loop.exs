@@ -62,8 +62,15 @@ host_syncs = fn ->
   Map.get_lazy(stats, :host_syncs, fn -> Map.delete(stats.flushes, :batch_cap) end)
 end
 
-# Best of 3 runs (the first also builds every pipeline); us per iteration and the host syncs of
-# the last run.
+# Commands recorded and barriers put between them so far (a device loop's iterations are not
+# recorded commands: it counts its own).
+recorded = fn ->
+  stats = Nx.Vulkan.stats()
+  {stats.recorded, stats.barriers}
+end
+
+# Best of 3 runs (the first also builds every pipeline); us per iteration, and the host syncs
+# and the commands and barriers per iteration of the last run.
 time = fn backend, fun ->
   Nx.with_default_backend(backend, fn ->
     {t, acc} = inputs.(backend)
@@ -71,14 +78,17 @@ time = fn backend, fun ->
     runs =
       for _ <- 1..3 do
         before = host_syncs.()
+        {commands0, barriers0} = recorded.()
         {us, binary} = :timer.tc(fn -> fun.(t, acc) |> Nx.to_binary() end)
         after_run = host_syncs.()
+        {commands1, barriers1} = recorded.()
         syncs = for {k, v} <- after_run, v != before[k], into: %{}, do: {k, v - before[k]}
-        {us / n, binary, syncs}
+        {us / n, binary, syncs, {(commands1 - commands0) / n, (barriers1 - barriers0) / n}}
       end
 
-    {best, binary, _} = Enum.min_by(runs, &elem(&1, 0))
-    {best, binary, runs |> List.last() |> elem(2)}
+    {best, binary, _, _} = Enum.min_by(runs, &elem(&1, 0))
+    {_, _, syncs, per_iteration} = List.last(runs)
+    {best, binary, syncs, per_iteration}
   end)
 end
 
@@ -104,14 +114,15 @@ IO.puts(
 )
 
 IO.puts(
-  "| loop | nx_vulkan us/iter | BinaryBackend us/iter | BinaryBackend / ours | host syncs per run (ours) |"
+  "| loop | nx_vulkan us/iter | BinaryBackend us/iter | BinaryBackend / ours | host syncs per run (ours) " <>
+    "| commands / barriers per iteration (ours) |"
 )
 
-IO.puts("|---|---|---|---|---|")
+IO.puts("|---|---|---|---|---|---|")
 
 for {name, fun, host_fun} <- rows do
-  {ours, ours_binary, syncs} = time.(Nx.Vulkan.Backend, fun)
-  {host, host_binary, _} = time.(Nx.BinaryBackend, host_fun)
+  {ours, ours_binary, syncs, {commands, barriers}} = time.(Nx.Vulkan.Backend, fun)
+  {host, host_binary, _, _} = time.(Nx.BinaryBackend, host_fun)
 
   if ours_binary != host_binary,
     do: raise("#{name}: the result differs from the BinaryBackend's")
@@ -120,6 +131,7 @@ for {name, fun, host_fun} <- rows do
 
   IO.puts(
     "| #{name} | #{Float.round(ours, 1)} | #{Float.round(host, 1)} | " <>
-      "#{Float.round(host / ours, 2)} | #{syncs} |"
+      "#{Float.round(host / ours, 2)} | #{syncs} | #{Float.round(commands, 1)} / " <>
+      "#{Float.round(barriers, 1)} |"
   )
 end

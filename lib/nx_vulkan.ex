@@ -69,7 +69,7 @@ defmodule Nx.Vulkan do
 
     * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
-      (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:commands` (see `NXV_SUBMIT_COMMANDS`), `:program` (a compiled program's replay, submitted once
+      (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:commands` (see `NXV_SUBMIT_COMMANDS`), `:idle` (see `NXV_SUBMIT_IDLE`), `:program` (a compiled program's replay, submitted once
       recorded), `:gpu_timing` (a batch opened before `set_gpu_timing/1` changed the setting,
       submitted so that the next commands are timed as asked), or the flush reason that
       submitted it).
@@ -110,6 +110,8 @@ defmodule Nx.Vulkan do
       on CPU devices).
     * `NXV_SUBMIT_COMMANDS` - a command buffer of this many commands is submitted as soon as the
       GPU has room for it (default 16 on GPUs, `0`, never, on CPU devices).
+    * `NXV_SUBMIT_IDLE` - a command buffer of this many commands is submitted at once while
+      nothing is on the GPU (default 2 on GPUs, `0`, never, on CPU devices).
     * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
       largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
       `set_memory_limit/1`.
@@ -387,14 +389,17 @@ defmodule Nx.Vulkan do
             "(0 = submit every op on its own), got: #{inspect(n)}"
   end
 
-  # Early submission's two thresholds (queue.rs, Recorder::due): a command buffer goes to the GPU
-  # as soon as it has room once its commands write this many bytes, or once it holds this many
-  # commands.
+  # Early submission's thresholds (queue.rs, Recorder::due): a command buffer goes to the GPU as
+  # soon as it has room once its commands write this many bytes, or once it holds this many
+  # commands, or at once when it holds this many while nothing is on the GPU.
   for {name, env, measure, unit} <- [
         {:set_submit_bytes, "NXV_SUBMIT_BYTES",
          "how many bytes a command buffer's commands must write", "byte count"},
         {:set_submit_commands, "NXV_SUBMIT_COMMANDS",
-         "how many commands a command buffer must hold", "command count"}
+         "how many commands a command buffer must hold", "command count"},
+        {:set_submit_idle, "NXV_SUBMIT_IDLE",
+         "how many commands a command buffer must hold while nothing is on the GPU",
+         "command count"}
       ] do
     @doc """
     Sets at run time #{measure} for it to be submitted as soon as the GPU has room, rather than

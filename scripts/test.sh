@@ -11,8 +11,9 @@
 #                             runs them in workgroups of 256, as GPUs do
 #                             (NXV_ELEMENTS_PER_INVOCATION, NXV_WORKGROUP_SIZE; lavapipe's
 #                             defaults are 1 and 64); the cap-64 run submits every 16 commands
-#                             as soon as the GPU has room, as GPUs do (NXV_SUBMIT_COMMANDS;
-#                             lavapipe's default is 0, never)
+#                             as soon as the GPU has room, and 2 at once while it has nothing,
+#                             as GPUs do (NXV_SUBMIT_COMMANDS, NXV_SUBMIT_IDLE; lavapipe's
+#                             defaults are 0, never)
 #   scripts/test.sh --matrix  every cap in 0 1 4 64 256 x every seed in 0 42 1234
 #   extra arguments after the flag go to mix test (e.g. a test file)
 set -euo pipefail
@@ -37,8 +38,9 @@ for run in "${runs[@]}"; do
   per=$([ "$cap" = 4 ] && echo 4 || echo "")
   wg=$([ "$cap" = 4 ] && echo 256 || echo "")
   sub=$([ "$cap" = 64 ] && echo 16 || echo "")
-  echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} NXV_WORKGROUP_SIZE=${wg:-default} NXV_SUBMIT_COMMANDS=${sub:-default} mix test --warnings-as-errors --seed $seed"
-  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub mix test --warnings-as-errors --seed "$seed" "$@"; then
+  idle=$([ "$cap" = 64 ] && echo 2 || echo "")
+  echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} NXV_WORKGROUP_SIZE=${wg:-default} NXV_SUBMIT_COMMANDS=${sub:-default} NXV_SUBMIT_IDLE=${idle:-default} mix test --warnings-as-errors --seed $seed"
+  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub NXV_SUBMIT_IDLE=$idle mix test --warnings-as-errors --seed "$seed" "$@"; then
     failed+=("cap $cap seed $seed")
   fi
 done

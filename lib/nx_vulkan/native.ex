@@ -20,6 +20,7 @@ nifs = [
   set_batch_max: [:n],
   set_submit_bytes: [:n],
   set_submit_commands: [:n],
+  set_submit_idle: [:n],
   set_lavapipe_threads: [:value],
   configure: [
     :precise_f32,
@@ -28,6 +29,7 @@ nifs = [
     :cpu_device,
     :submit_bytes,
     :submit_commands,
+    :submit_idle,
     :submit_programs,
     :per_invocation,
     :workgroup,

@@ -4,13 +4,18 @@ defmodule Nx.Vulkan.QueueTest do
 
   setup do
     previous = Nx.Vulkan.batch_max()
-    submit_commands = Nx.Vulkan.stats().submit_commands
+    %{submit_bytes: bytes, submit_commands: commands, submit_idle: idle} = Nx.Vulkan.stats()
 
     on_exit(fn ->
       Nx.Vulkan.set_batch_max(previous)
-      Nx.Vulkan.set_submit_commands(submit_commands)
+      Nx.Vulkan.set_submit_bytes(bytes)
+      Nx.Vulkan.set_submit_commands(commands)
+      Nx.Vulkan.set_submit_idle(idle)
     end)
 
+    # Idle submission (2 commands on GPUs) would split the batches these tests count; the test
+    # of early submission turns it on.
+    Nx.Vulkan.set_submit_idle(0)
     Nx.Vulkan.flush()
     :ok
   end
@@ -40,23 +45,27 @@ defmodule Nx.Vulkan.QueueTest do
   end
 
   # Early submission, each threshold off and on, with the same bits (the BinaryBackend's):
-  # {what, its setter and the stats key it shows in, the threshold on, the input's shape, chain
+  # {what, its setter, the threshold on, the input's shape, chain
   # steps (3 commands each)}.
   # - work: 2^20 f32 results, 4 MiB each, past a 1 MiB bound; 12 commands: the GPU thread's first
   #   drain (at 8) finds 4 MiB or more recorded and submits them (all 12 if they were queued by
   #   then: the download then has nothing left to submit).
   # - commands: 24 commands: the first drain (at 8) finds 4 or more recorded and submits them
   #   (all 24 if they were queued by then).
-  for {what, setter, key, threshold, shape, steps} <- [
+  # - idle: 24 commands: the first drain (at 8) submits its first 2 to the idle GPU.
+  for {what, setter, threshold, shape, steps} <- [
         {"work-based submission: large results go to the GPU before the flush", :set_submit_bytes,
-         :submit_bytes, 1_048_576, {1_048_576}, 4},
-        {"count-based submission: batches go to the GPU as they fill", :set_submit_commands,
-         :submit_commands, 4, {256}, 8}
+         1_048_576, {1_048_576}, 4},
+        {"count-based submission: batches go to the GPU as they fill", :set_submit_commands, 4,
+         {256}, 8},
+        {"idle submission: a batch goes to an idle GPU at once", :set_submit_idle, 2, {256}, 8}
       ] do
     test "#{what}, with the same bits" do
       Nx.Vulkan.set_batch_max(1000)
-      previous = Map.fetch!(Nx.Vulkan.stats(), unquote(key))
-      on_exit(fn -> apply(Nx.Vulkan, unquote(setter), [previous]) end)
+      # The other thresholds off (setup restores them), this one's off and on.
+      for other <- [:set_submit_bytes, :set_submit_commands, :set_submit_idle] -- [unquote(setter)],
+          do: apply(Nx.Vulkan, other, [0])
+
       x = random(unquote(Macro.escape(shape)))
       Nx.Vulkan.flush()
 
@@ -78,6 +87,11 @@ defmodule Nx.Vulkan.QueueTest do
       expected = chain(Nx.backend_copy(x, Nx.BinaryBackend), unquote(steps))
       assert Nx.all_close(Nx.from_binary(on, :f32), expected, atol: 1.0e-6) |> Nx.to_number() == 1
     end
+  end
+
+  test "set_submit_idle/1 rejects what is not a command count" do
+    assert_raise ArgumentError, ~r/set_submit_idle/, fn -> Nx.Vulkan.set_submit_idle(-1) end
+    assert_raise ArgumentError, ~r/set_submit_idle/, fn -> Nx.Vulkan.set_submit_idle(2.0) end
   end
 
   test "set_submit_commands/1 rejects what is not a command count" do

@@ -106,7 +106,7 @@ fn flush_for_fallback() -> Result<rustler::Atom> {
 }
 
 /// The queue's run-time counts (`Nx.Vulkan.set_batch_max/1`, `set_submit_bytes/1`,
-/// `set_submit_commands/1`): one NIF each, every one a non-negative count stored as it is.
+/// `set_submit_commands/1`, `set_submit_idle/1`): one NIF each, every one a non-negative count stored as it is.
 macro_rules! count_setter {
     ($name:ident, $target:path, $what:literal, $ty:ty) => {
         #[rustler::nif]
@@ -123,6 +123,7 @@ macro_rules! count_setter {
 count_setter!(set_batch_max, BATCH_MAX, "batch max", usize);
 count_setter!(set_submit_bytes, queue::SUBMIT_BYTES, "submit bytes", u64);
 count_setter!(set_submit_commands, queue::SUBMIT_COMMANDS, "submit commands", usize);
+count_setter!(set_submit_idle, queue::SUBMIT_IDLE, "submit idle", usize);
 
 /// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
 #[rustler::nif]
@@ -146,6 +147,7 @@ fn configure(
     cpu_device: bool,
     submit_bytes: u64,
     submit_commands: u64,
+    submit_idle: u64,
     submit_programs: bool,
     elements_per_invocation: u32,
     workgroup: u32,
@@ -186,6 +188,7 @@ fn configure(
     crate::policy::CPU_DEVICE.store(cpu_device, Ordering::Relaxed);
     queue::SUBMIT_BYTES.store(submit_bytes, Ordering::Relaxed);
     queue::SUBMIT_COMMANDS.store(submit_commands as usize, Ordering::Relaxed);
+    queue::SUBMIT_IDLE.store(submit_idle as usize, Ordering::Relaxed);
     queue::SUBMIT_PROGRAMS.store(submit_programs, Ordering::Relaxed);
     SPIN_US.store(spin_us, Ordering::Relaxed);
     Ok(rustler::types::atom::ok())
@@ -312,6 +315,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("cpu_device", crate::policy::cpu_device().encode(env)),
             ("submit_bytes", queue::SUBMIT_BYTES.load(Ordering::Relaxed).encode(env)),
             ("submit_commands", queue::SUBMIT_COMMANDS.load(Ordering::Relaxed).encode(env)),
+            ("submit_idle", queue::SUBMIT_IDLE.load(Ordering::Relaxed).encode(env)),
             ("submit_programs", queue::SUBMIT_PROGRAMS.load(Ordering::Relaxed).encode(env)),
             ("early_submissions", load(&stats.early_submissions)),
             ("loop_chunks", load(&stats.loop_chunks)),

@@ -52,7 +52,8 @@ fn reason_atom(env: rustler::Env, reason: FlushReason) -> rustler::Term {
     atom(env, FLUSH_REASON_NAMES[reason as usize])
 }
 
-/// `reason`: a flush reason's name, "batch_cap", "work", "commands", "program" or "gpu_timing".
+/// `reason`: a flush reason's name, "batch_cap", "work", "commands", "idle", "program" or
+/// "gpu_timing".
 pub fn submit(reason: &'static str, commands: usize, us: u64) {
     send(|env| (atoms::nx_vulkan_event(), atoms::submit(), atom(env, reason), commands, us).encode(env));
 }
