@@ -153,6 +153,50 @@ defmodule Nx.Vulkan.QueueTest do
     assert length(Enum.uniq(results)) == 1
   end
 
+  # The GPU thread records what it finds pending in dependency order (queue.rs by_level): chains
+  # issued one after another interleave, and in-place commands (put_slice's copy of its target,
+  # then the write into it; a scatter) keep their order on the buffer they share. The same bits
+  # as the BinaryBackend at every cap, whatever windows the drains found.
+  test "commands recorded out of arrival order compute what arrival order does" do
+    xs = for seed <- 1..4, do: random({24, 16}, :f32, 2.0, seed)
+    host = fn t -> Nx.backend_copy(t, Nx.BinaryBackend) end
+
+    work = fn xs ->
+      chains =
+        for x <- xs do
+          x |> Nx.multiply(1.5) |> Nx.add(0.25) |> Nx.tanh() |> Nx.exp() |> Nx.subtract(x)
+        end
+
+      target = Nx.broadcast(0.0, {48, 32}) |> Nx.add(0.0)
+
+      placed =
+        chains
+        |> Enum.with_index()
+        |> Enum.reduce(target, fn {c, i}, acc ->
+          Nx.put_slice(acc, [rem(i, 2) * 24, div(i, 2) * 16], c)
+        end)
+
+      scattered =
+        Nx.indexed_add(
+          placed,
+          Nx.tensor([[0, 0], [47, 31], [0, 0]]),
+          Nx.sum(hd(chains), axes: [1]) |> Nx.slice([0], [3])
+        )
+
+      {Nx.sum(scattered, axes: [0]), scattered}
+    end
+
+    {expected_sums, expected} =
+      Nx.with_default_backend(Nx.BinaryBackend, fn -> work.(Enum.map(xs, host)) end)
+
+    for cap <- [0, 4, 1000] do
+      Nx.Vulkan.set_batch_max(cap)
+      {sums, scattered} = work.(xs)
+      assert Nx.to_binary(scattered) == Nx.to_binary(expected)
+      assert Nx.to_binary(sums) == Nx.to_binary(expected_sums)
+    end
+  end
+
   test "a tensor garbage-collected while its work is pending stays alive until the work is done" do
     Nx.Vulkan.set_batch_max(1000)
 

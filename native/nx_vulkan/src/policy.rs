@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// A developer's on/off switch from the environment (read by the caller once): `1` on, `0` off,
 /// anything else (or unset) None, the default. For the A/B knobs of the compiler (NXV_FUSE,
-/// NXV_GEMM_EPILOGUE, NXV_REDUCE_PROLOGUES, NXV_PRERECORD) and of lazy views (NXV_LAZY_VIEWS).
+/// NXV_GEMM_EPILOGUE, NXV_REDUCE_PROLOGUES, NXV_PRERECORD), of lazy views (NXV_LAZY_VIEWS) and of
+/// the recorder's dependency order (NXV_REORDER).
 pub fn env_switch(name: &str) -> Option<bool> {
     match std::env::var(name).as_deref() {
         Ok("1") => Some(true),
