@@ -15,9 +15,9 @@
 //! Recording is raw (vulkano's unchecked `RecordingCommandBuffer`) with our own hazard tracking:
 //! a global memory barrier goes in only before a command that reads a buffer written since the
 //! last barrier, or writes one read or written since then; each drain's pending commands are
-//! recorded in dependency order (`by_level`), so independent chains share those barriers. vulkano's auto builder cost ~5 us of
-//! CPU per command on the H200 host (recording plus barrier analysis at build); this path costs
-//! well under one. Commands keep every buffer and pipeline they use alive until their command
+//! recorded in dependency order (`by_level`), so independent chains share those barriers.
+//! vulkano's auto builder cost ~5 us of CPU per command on the H200 host (recording plus barrier
+//! analysis at build); this path costs well under one. Commands keep every buffer and pipeline they use alive until their command
 //! buffer's fence has signalled: a tensor garbage-collected while its work is pending or in
 //! flight stays alive until that work is done.
 use crate::context::{ctx, current, MAX_DEVICES};
@@ -1216,10 +1216,10 @@ impl Recorder {
         self.in_flight.is_empty()
     }
 
-    /// Early submission (SUBMIT_BYTES, SUBMIT_COMMANDS, SUBMIT_IDLE): submits a due open command buffer once
-    /// the GPU has room for it (retiring submissions already done, without waiting), or with
-    /// `force` whatever it takes (the thread is about to block, so nobody would submit it until
-    /// the next flush).
+    /// Early submission (SUBMIT_BYTES, SUBMIT_COMMANDS, SUBMIT_IDLE): submits a due open command
+    /// buffer once the GPU has room for it (retiring submissions already done, without waiting),
+    /// or with `force` whatever it takes (the thread is about to block, so nobody would submit it
+    /// until the next flush).
     fn submit_if_due(&mut self, force: bool) {
         let Some(reason) = self.due() else {
             return;
