@@ -116,21 +116,25 @@ defmodule Nx.Vulkan.Device do
 
     precise_dot = flag!("NXV_PRECISE_DOT", dot_default)
 
+    # A CPU device (lavapipe, or any CPU whatever class it is forced to) shares the host's cores
+    # with the BEAM: the polling and early-submission policies below are for GPUs only.
+    cpu? = class == :software or info.type == :cpu
+
     # How long threads waiting on the GPU poll before they block (queue.rs, SPIN_US): a blocked
     # thread wakes late on GPU hosts; on a CPU device (whatever class it is forced to) polling
     # steals a core from the threads doing the work.
-    spin_default = if class == :software or info.type == :cpu, do: 0, else: 1000
+    spin_default = if cpu?, do: 0, else: 1000
     spin_us = integer_env!("NXV_SPIN_US", spin_default, 0, "a number of microseconds")
     # Work-based submission (queue.rs, SUBMIT_BYTES): on GPUs, where a kernel over large
     # tensors would otherwise wait idle for the flush; never on CPU devices, whose driver threads
     # share the host's cores with the BEAM.
-    submit_default = if class == :software or info.type == :cpu, do: 0, else: 4 * 1024 * 1024
+    submit_default = if cpu?, do: 0, else: 4 * 1024 * 1024
     submit_bytes = integer_env!("NXV_SUBMIT_BYTES", submit_default, 0, "a number of bytes (0: off)")
     # Count-based submission (queue.rs, SUBMIT_COMMANDS): on GPUs a batch of 16 small commands
     # goes to the GPU while the BEAM queues the next (the seed's MNIST step on the H200: 0.66 ms
     # with all 48 commands waiting for the loss read, 0.29-0.32 submitted as they come); never
     # on CPU devices, where the driver's threads and the BEAM share the cores.
-    commands_default = if class == :software or info.type == :cpu, do: 0, else: 16
+    commands_default = if cpu?, do: 0, else: 16
 
     submit_commands =
       integer_env!("NXV_SUBMIT_COMMANDS", commands_default, 0, "a number of commands (0: off)")
@@ -138,7 +142,7 @@ defmodule Nx.Vulkan.Device do
     # Idle submission (queue.rs, SUBMIT_IDLE): on GPUs, 2 commands go at once when nothing is in
     # flight, so the GPU starts on a step's first ops (H100, the seed's MNIST step: 0.249 ms
     # against 0.256-0.288 without); never on CPU devices, as above.
-    idle_default = if class == :software or info.type == :cpu, do: 0, else: 2
+    idle_default = if cpu?, do: 0, else: 2
     submit_idle = integer_env!("NXV_SUBMIT_IDLE", idle_default, 0, "a number of commands (0: off)")
 
     # A compiled program's replay submitted as soon as the GPU thread records it (queue.rs,

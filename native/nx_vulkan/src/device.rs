@@ -106,7 +106,8 @@ fn flush_for_fallback() -> Result<rustler::Atom> {
 }
 
 /// The queue's run-time counts (`Nx.Vulkan.set_batch_max/1`, `set_submit_bytes/1`,
-/// `set_submit_commands/1`, `set_submit_idle/1`): one NIF each, every one a non-negative count stored as it is.
+/// `set_submit_commands/1`, `set_submit_idle/1`): one NIF each, every one a non-negative count
+/// stored as it is.
 macro_rules! count_setter {
     ($name:ident, $target:path, $what:literal, $ty:ty) => {
         #[rustler::nif]

@@ -689,8 +689,8 @@ pub static SUBMIT_COMMANDS: AtomicUsize = AtomicUsize::new(0);
 /// commands of a step instead of waiting for SUBMIT_COMMANDS of them. H100, one call, the seed's
 /// MNIST step under the Evaluator alternated twice (4666ab5 + this rule): 0.249 / 0.249 ms with
 /// 2, 0.251-0.309 with 4, 0.256 / 0.256 with 8, 0.256-0.288 without; its GPU time (~154 us a
-/// step, 34 barriers at ~3.5 us each) is as long as the caller's, so a late start is paid at the
-/// end.
+/// step, 34 barriers at ~3.5 us each in arrival order) is as long as the caller's, so a late
+/// start is paid at the end.
 pub static SUBMIT_IDLE: AtomicUsize = AtomicUsize::new(0);
 
 /// The barriers the hazard tracking puts between `commands` recorded in this order.
