@@ -488,9 +488,10 @@ defmodule Nx.Vulkan.SortTest do
     assert_device(&Nx.top_k(&1, k: 2), [dev([4, 1, 9, 9, 2])])
   end
 
-  test "long rows take the bitonic network: stable, both directions, NaN, -0.0, padding" do
-    # Rows past 2048 elements (and one of 70_000, past lavapipe's loop budget for ranks); values
-    # repeat so that stability shows, and lengths are not powers of two.
+  test "long rows (the radix sort, or the bitonic network): stable, both directions, NaN, -0.0" do
+    # Rows past 2048 elements (and one of 70_000, past lavapipe's loop budget for ranks) sort by
+    # sort_radix.comp (scripts/test.sh's cap-4 run: by sort_bitonic.comp, NXV_RADIX_SORT=0); values
+    # repeat so that stability shows, and lengths are neither powers of two nor whole tiles.
     specials =
       Nx.tensor([:nan, -0.0, 0.0, :infinity, :neg_infinity, 1.0, -1.0], backend: Nx.BinaryBackend)
 
@@ -516,6 +517,17 @@ defmodule Nx.Vulkan.SortTest do
     assert_device(&Nx.sort(&1, axis: 0), [cols])
     assert_device(&Nx.argsort(&1, axis: 0, direction: :desc, type: :s64), [cols])
     assert_device(&Nx.top_k(&1, k: 5), [long])
+  end
+
+  test "long rows of every integer type and f16: one radix pass per byte of the key" do
+    u = random({2, 2500}, :f32, 300.0, 43) |> Nx.round()
+
+    for type <- [:u8, :s8, :u16, :u32, :s32, :u64, :s64, :f16], dir <- [:asc, :desc] do
+      t = if match?({:u, _}, Nx.Type.normalize!(type)), do: Nx.abs(u), else: u
+      t = Nx.as_type(t, type)
+      assert_device(&Nx.sort(&1, axis: 1, direction: dir), [t])
+      assert_device(&Nx.argsort(&1, axis: 1, direction: dir, stable: true), [t])
+    end
   end
 end
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 /// A developer's on/off switch from the environment (read by the caller once): `1` on, `0` off,
 /// anything else (or unset) None, the default. For the A/B knobs of the compiler (NXV_FUSE,
 /// NXV_GEMM_EPILOGUE, NXV_REDUCE_PROLOGUES, NXV_PRERECORD), of lazy views (NXV_LAZY_VIEWS) and of
-/// the recorder's dependency order (NXV_REORDER).
+/// the recorder's dependency order (NXV_REORDER) and of the radix sort (NXV_RADIX_SORT).
 pub fn env_switch(name: &str) -> Option<bool> {
     match std::env::var(name).as_deref() {
         Ok("1") => Some(true),

@@ -148,6 +148,9 @@ kernels! {
     gemm_bf16_fixup => "shaders/gemm_bf16_fixup.comp";
     // Precise f32 unary ops on 16-byte vectors (ops/elementwise.rs says which ops take it).
     unary_f32p_v4 => "shaders/unary.comp", "T" = "float", "W" = "double", "PRECISE" = "1", "T4" = "vec4";
+    // Radix sort of long rows (ops/reduce.rs radix_sort): keys of up to 32 bits, of 64 bits.
+    sort_radix32 => "shaders/sort_radix.comp";
+    sort_radix64 => "shaders/sort_radix.comp", "KEY64" = "1";
 
     select_b1 => "shaders/select.comp", "T" = "uint8_t";
     select_b2 => "shaders/select.comp", "T" = "uint16_t";

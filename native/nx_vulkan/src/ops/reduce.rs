@@ -354,6 +354,9 @@ fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: us
     push.set_dims(4, &kept_dims)?;
     push.set_strides(10, &kept_strides[0])?;
     if len > RANK_SORT_MAX_LEN || (cpu_device() && len * 3 > LAVAPIPE_LOOP_BUDGET) {
+        if let Some(kind) = radix_kind(dtype) {
+            return radix_sort(dtype, &x, n, len, push, kind, desc, indices, index_bytes, out_bytes);
+        }
         return bitonic_sort(dtype, &x, n, len, push, desc, indices, index_bytes, out_bytes);
     }
     let out = alloc(out_bytes)?;
@@ -366,6 +369,90 @@ fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: us
 /// row); longer ones by the bitonic network (sort_bitonic.comp: ~log2(len)^2 / 2 dispatches of
 /// len / 2 comparisons each). On the H200 a 1 M row took 1.1 s by rank.
 const RANK_SORT_MAX_LEN: u64 = 2048;
+
+/// Elements per tile of sort_radix.comp (its TILE: 256 invocations x 8).
+const RADIX_TILE: u64 = 2048;
+
+/// Rows of up to this many tiles take sort_radix.comp's serial scan.
+const SERIAL_SCAN_TILES: u64 = 16;
+
+/// NXV_RADIX_SORT=0 (read once) sorts long rows by the bitonic network instead (to compare them).
+static RADIX_SORT: once_cell::sync::Lazy<bool> =
+    once_cell::sync::Lazy::new(|| crate::policy::env_switch("NXV_RADIX_SORT") != Some(false));
+
+/// sort_radix.comp's key kind (0 unsigned, 1 signed, 2 float) for `dtype`, where the device can
+/// run it: subgroups of 8 to 128 lanes (its ballots and per-subgroup counts; a workgroup of 256
+/// holds whole subgroups). Elsewhere the bitonic network sorts.
+fn radix_kind(dtype: Dtype) -> Option<u32> {
+    if !*RADIX_SORT {
+        return None;
+    }
+    let lanes = ctx().ok()?.info.subgroup_size;
+    if !(8..=128).contains(&lanes) || !lanes.is_power_of_two() {
+        return None;
+    }
+    match dtype {
+        Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64 => Some(0),
+        Dtype::S8 | Dtype::S16 | Dtype::S32 | Dtype::S64 => Some(1),
+        Dtype::F16 | Dtype::F32 | Dtype::F64 => Some(2),
+        _ => None,
+    }
+}
+
+/// sort / argsort by sort_radix.comp: for each 8-bit digit of the keys, lowest first, a
+/// histogram of each tile, their scan, and the stable scatter (three dispatches); the first pass
+/// reads `x`, the last writes the output. `push` holds sort.comp's slots 0..16.
+#[allow(clippy::too_many_arguments)]
+fn radix_sort(
+    dtype: Dtype,
+    x: &BufferRef,
+    n: u64,
+    len: u64,
+    mut push: Push,
+    kind: u32,
+    desc: bool,
+    indices: bool,
+    index_bytes: u64,
+    out_bytes: u64,
+) -> Result<BufferRef> {
+    let elem_bytes = dtype.bytes();
+    let kernel = if elem_bytes == 8 { shaders::sort_radix64 } else { shaders::sort_radix32 };
+    let key_bytes = elem_bytes.max(4);
+    let rows = n / len;
+    let tiles = len.div_ceil(RADIX_TILE);
+    if n > u32::MAX as u64 || rows * 256 * tiles > u32::MAX as u64 {
+        return Err(unsupported!("sort of {n} elements exceeds the kernels' 32-bit indexing"));
+    }
+    let keys = [alloc(n * key_bytes)?, alloc(n * key_bytes)?];
+    let ids = [alloc(n * 4)?, alloc(n * 4)?];
+    let counts = alloc(rows * 256 * tiles * 4)?;
+    let totals = alloc(rows * 256 * 4)?;
+    let out = alloc(out_bytes)?;
+    let flags = (desc as u32) << 2
+        | (indices as u32) << 3
+        | ((index_bytes == 8) as u32) << 4
+        | kind << 5
+        | elem_bytes.trailing_zeros() << 7;
+    // Rows of few tiles scan one (row, digit) an invocation: a workgroup each ran 16 barriers for
+    // a handful of counts (256 rows of 8192: 1.75 ms against the bitonic network's 0.49).
+    let (scan, scan_groups) = if tiles <= SERIAL_SCAN_TILES { (1 | 512, rows) } else { (1, rows * 256) };
+    push.set(0, rows)?;
+    push.set(16, tiles)?;
+    let passes = elem_bytes as usize;
+    for pass in 0..passes {
+        // Pass p reads keys[p % 2] (the first reads x) and writes keys[(p + 1) % 2] (the last
+        // writes out).
+        let (src, dst) = (pass % 2, (pass + 1) % 2);
+        push.set(17, 8 * pass as u64)?;
+        push.set(18, (pass == 0) as u64)?;
+        push.set(19, (pass + 1 == passes) as u64)?;
+        let bindings: [&BufferRef; 8] = [x, &keys[src], &ids[src], &counts, &totals, &keys[dst], &ids[dst], &out];
+        for (stage, groups) in [(0, rows * tiles), (scan, scan_groups), (2, rows * tiles)] {
+            dispatch_writing(kernel, flags | stage, &bindings, 5, push.clone(), grid(groups))?;
+        }
+    }
+    Ok(out)
+}
 
 /// Pairs per workgroup of sort_bitonic.comp's local passes (its LOCAL_PAIRS).
 const LOCAL_PAIRS: u64 = 1024;
