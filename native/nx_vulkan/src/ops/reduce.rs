@@ -354,7 +354,7 @@ fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: us
     push.set_dims(4, &kept_dims)?;
     push.set_strides(10, &kept_strides[0])?;
     if len > RANK_SORT_MAX_LEN || (cpu_device() && len * 3 > LAVAPIPE_LOOP_BUDGET) {
-        if let Some(kind) = radix_kind(dtype) {
+        if let Some(kind) = radix_kind(dtype).filter(|_| radix_pays(dtype, len, n)) {
             return radix_sort(dtype, &x, n, len, push, kind, desc, indices, index_bytes, out_bytes);
         }
         return bitonic_sort(dtype, &x, n, len, push, desc, indices, index_bytes, out_bytes);
@@ -366,8 +366,9 @@ fn sort(env: rustler::Env, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axis: us
 }
 
 /// Rows up to this long are sorted by rank (sort.comp: one dispatch, len^2 comparisons per
-/// row); longer ones by the bitonic network (sort_bitonic.comp: ~log2(len)^2 / 2 dispatches of
-/// len / 2 comparisons each). On the H200 a 1 M row took 1.1 s by rank.
+/// row); longer ones by the radix sort (sort_radix.comp: 3 dispatches a key byte) or the bitonic
+/// network (sort_bitonic.comp: ~log2(len)^2 / 4 dispatches of len / 2 comparisons each), as
+/// `radix_pays` says. On the H200 a 1 M row took 1.1 s by rank.
 const RANK_SORT_MAX_LEN: u64 = 2048;
 
 /// Elements per tile of sort_radix.comp (its TILE: 256 invocations x 8).
@@ -379,6 +380,17 @@ const SERIAL_SCAN_TILES: u64 = 16;
 /// NXV_RADIX_SORT=0 (read once) sorts long rows by the bitonic network instead (to compare them).
 static RADIX_SORT: once_cell::sync::Lazy<bool> =
     once_cell::sync::Lazy::new(|| crate::policy::env_switch("NXV_RADIX_SORT") != Some(false));
+
+/// Whether the radix sort beats the bitonic network for rows of `len` (`n` elements in all).
+/// The radix sort's 3 dispatches a key byte cost ~90 us on an H100 whatever the size (f32; ~180
+/// for 8-byte keys), the network's log2(len)^2 / 4 passes grow with both (sort of f32, H100,
+/// 2026-12-06, radix / bitonic: one row of 32 K 107 / 94 us, 64 K 98 / 116, 256 K 100 / 214;
+/// 64 rows of 4096 92 / 68; 256 rows of 8192 275 / 472; s64: 128 K 180 / 146, 256 K 193 / 214).
+/// CPU devices run the network a dispatch per pass, so they take the radix sort throughout.
+fn radix_pays(dtype: Dtype, len: u64, n: u64) -> bool {
+    let wide = dtype.bytes() == 8;
+    cpu_device() || len >= if wide { 1 << 18 } else { 1 << 16 } || n >= if wide { 1 << 22 } else { 1 << 20 }
+}
 
 /// sort_radix.comp's key kind (0 unsigned, 1 signed, 2 float) for `dtype`, where the device can
 /// run it: subgroups of 8 to 128 lanes (its ballots and per-subgroup counts; a workgroup of 256
