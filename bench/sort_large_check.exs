@@ -1,4 +1,5 @@
-# Sorts past 2^24 pairs (the bitonic stages' 2-D grid path), checked on the device itself: for
+# Sorts of tens of millions of elements (the radix sort's; with NXV_RADIX_SORT=0 the bitonic
+# network's, past 2^24 pairs its stages' 2-D grid path), checked on the device itself: for
 # each row, sort equals take(x, argsort), the result is ordered, ties keep their input order
 # (argsort is stable), argsort is a permutation, and the f64 sums of input and output agree.
 # Rows: 64 M f32 ascending, 32 M + 12345 f32 descending, 40 M s32 ascending, values

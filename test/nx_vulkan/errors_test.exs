@@ -110,6 +110,7 @@ defmodule Nx.Vulkan.ErrorsTest do
   test "device info and class" do
     info = Nx.Vulkan.Device.info()
     assert is_binary(info.name) and info.subgroup_size >= 1 and info.max_push_constants >= 128
+    assert is_boolean(info.subgroup_ballot)
     assert Nx.Vulkan.Device.class() in [:software, :discrete_large, :discrete, :integrated, :other]
     assert Nx.Vulkan.Device.derive_class(%{type: :cpu}) == :software
 

@@ -26,7 +26,9 @@ use vulkano::device::{
     Device, DeviceCreateInfo, DeviceExtensions, DeviceFeatures, Queue, QueueCreateInfo, QueueFlags,
 };
 use vulkano::instance::{Instance, InstanceCreateFlags, InstanceCreateInfo};
+use vulkano::device::physical::SubgroupFeatures;
 use vulkano::memory::MemoryHeapFlags;
+use vulkano::shader::ShaderStages;
 use vulkano::VulkanLibrary;
 
 /// What kernels and the Elixir side need to know about the device, read once.
@@ -40,6 +42,8 @@ pub struct DeviceInfo {
     pub driver: String,
     pub api_version: String,
     pub subgroup_size: u32,
+    /// Subgroup ballots in compute shaders (sort_radix.comp ranks keys with them).
+    pub subgroup_ballot: bool,
     pub max_workgroup_invocations: u32,
     pub max_workgroup_count: [u32; 3],
     pub max_shared_memory: u32,
@@ -562,6 +566,8 @@ impl Context {
                 .unwrap_or_default(),
             api_version: physical.api_version().to_string(),
             subgroup_size: props.subgroup_size.unwrap_or(1),
+            subgroup_ballot: props.subgroup_supported_operations.is_some_and(|o| o.intersects(SubgroupFeatures::BALLOT))
+                && props.subgroup_supported_stages.is_some_and(|s| s.intersects(ShaderStages::COMPUTE)),
             max_workgroup_invocations: props.max_compute_work_group_invocations,
             max_workgroup_count: props.max_compute_work_group_count,
             max_shared_memory: props.max_compute_shared_memory_size,

@@ -46,6 +46,7 @@ fn device_info(env: Env, index: Option<usize>) -> Result<Term> {
             ("driver", e(&i.driver)),
             ("api_version", e(&i.api_version)),
             ("subgroup_size", e(&i.subgroup_size)),
+            ("subgroup_ballot", e(&i.subgroup_ballot)),
             ("max_workgroup_invocations", e(&i.max_workgroup_invocations)),
             ("max_workgroup_count", e(&i.max_workgroup_count.to_vec())),
             ("max_shared_memory", e(&i.max_shared_memory)),

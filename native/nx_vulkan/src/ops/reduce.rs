@@ -393,14 +393,15 @@ fn radix_pays(dtype: Dtype, len: u64, n: u64) -> bool {
 }
 
 /// sort_radix.comp's key kind (0 unsigned, 1 signed, 2 float) for `dtype`, where the device can
-/// run it: subgroups of 8 to 128 lanes (its ballots and per-subgroup counts; a workgroup of 256
-/// holds whole subgroups). Elsewhere the bitonic network sorts.
+/// run it: subgroup ballots in compute shaders, subgroups of 8 to 128 lanes (its per-subgroup
+/// counts; a workgroup of 256 holds whole subgroups). Elsewhere the bitonic network sorts.
 fn radix_kind(dtype: Dtype) -> Option<u32> {
     if !*RADIX_SORT {
         return None;
     }
-    let lanes = ctx().ok()?.info.subgroup_size;
-    if !(8..=128).contains(&lanes) || !lanes.is_power_of_two() {
+    let info = &ctx().ok()?.info;
+    let lanes = info.subgroup_size;
+    if !info.subgroup_ballot || !(8..=128).contains(&lanes) || !lanes.is_power_of_two() {
         return None;
     }
     match dtype {
