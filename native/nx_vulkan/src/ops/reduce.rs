@@ -436,8 +436,14 @@ fn radix_sort(
     if n > u32::MAX as u64 || rows * 256 * tiles > u32::MAX as u64 {
         return Err(unsupported!("sort of {n} elements exceeds the kernels' 32-bit indexing"));
     }
-    let keys = [alloc(n * key_bytes)?, alloc(n * key_bytes)?];
-    let ids = [alloc(n * 4)?, alloc(n * 4)?];
+    let passes = elem_bytes as usize;
+    // Pass p reads keys[p % 2] and writes keys[(p + 1) % 2], but the first reads x and the last
+    // writes out: one pass (1-byte keys) touches neither pair and two passes only the second, so
+    // an unused pair is bound as a placeholder of one key.
+    let used = |pair: usize| passes > 2 || (passes == 2 && pair == 1);
+    let pair = |pair: usize, bytes: u64| alloc(if used(pair) { n * bytes } else { bytes });
+    let keys = [pair(0, key_bytes)?, pair(1, key_bytes)?];
+    let ids = [pair(0, 4)?, pair(1, 4)?];
     let counts = alloc(rows * 256 * tiles * 4)?;
     let totals = alloc(rows * 256 * 4)?;
     let out = alloc(out_bytes)?;
@@ -451,10 +457,7 @@ fn radix_sort(
     let (scan, scan_groups) = if tiles <= SERIAL_SCAN_TILES { (1 | 512, rows) } else { (1, rows * 256) };
     push.set(0, rows)?;
     push.set(16, tiles)?;
-    let passes = elem_bytes as usize;
     for pass in 0..passes {
-        // Pass p reads keys[p % 2] (the first reads x) and writes keys[(p + 1) % 2] (the last
-        // writes out).
         let (src, dst) = (pass % 2, (pass + 1) % 2);
         push.set(17, 8 * pass as u64)?;
         push.set(18, (pass == 0) as u64)?;
