@@ -649,7 +649,7 @@ fn share_buffers(commands: Vec<Command>, levels: &[usize], keep: &HashSet<u64>) 
     for (command, &level) in commands.iter().zip(levels) {
         let (reads, writes) = command.accesses();
         let bindings: SmallVec<[Subbuffer<[u8]>; 8]> = match command {
-            Command::Dispatch(d) => d.bindings.iter().cloned().collect(),
+            Command::Dispatch(d) => d.bindings().iter().cloned().collect(),
             Command::Copy { src, dst, .. } => SmallVec::from_vec(vec![src.clone(), dst.clone()]),
             // Not shared around programs and loops (their buffers are bound inside them).
             Command::Program(_) | Command::Loop(_) => return (commands, HashSet::new()),

@@ -257,14 +257,7 @@ pub fn accumulate(template: &Check, value: &Subbuffer<[u8]>, acc: &Subbuffer<[u8
     let pipeline = crate::fuse::kernel("loop_check", &source, 0)?;
     // An ungated command binds the value as its (unread) gate.
     let bindings = SmallVec::from_vec(vec![gate.unwrap_or(value).clone(), value.clone(), acc.clone()]);
-    Ok(Command::Dispatch(queue::Dispatch {
-        name: "loop_check",
-        pipeline,
-        bindings,
-        push: [0; queue::PUSH_WORDS],
-        groups: [1, 1, 1],
-        writes: 1,
-    }))
+    Ok(Command::Dispatch(queue::Dispatch::new("loop_check", pipeline, bindings, [0; queue::PUSH_WORDS], [1, 1, 1], 1)))
 }
 
 /// Adds `checks` to those `out` carries.

@@ -172,7 +172,7 @@ fn gemm(d: &Dispatch) -> bool {
         && d.name.starts_with("gemm")
         && kernel.source.contains("STORE_C(")
         && kernel.defines.contains(&("T", "float"))
-        && d.bindings.len() == 3
+        && d.bindings().len() == 3
         && d.writes == 1
 }
 
@@ -341,11 +341,11 @@ fn parse(command: &Command) -> Option<Elementwise> {
     if gemm(d) {
         let pc = &d.push;
         let n = pc[0] as u64 * pc[1] as u64 * pc[3] as u64;
-        let out = d.bindings[2].clone();
+        let out = d.bindings()[2].clone();
         if out.size() < n * 4 {
             return None;
         }
-        let operands = SmallVec::from_vec(vec![(d.bindings[0].clone(), Access::Gemm), (d.bindings[1].clone(), Access::Gemm)]);
+        let operands = SmallVec::from_vec(vec![(d.bindings()[0].clone(), Access::Gemm), (d.bindings()[1].clone(), Access::Gemm)]);
         let gemm = Some((d.pipeline, d.groups));
         return Some(Elementwise {
             kind: Kind::Gemm,
@@ -367,7 +367,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
     };
     let pc = &d.push;
     let n = pc[0] as u64;
-    let out = d.bindings.last()?.clone();
+    let out = d.bindings().last()?.clone();
     // An operand through an offset at pc[offset_at] and strides at pc[strides_at..] over the
     // dims at pc[dims_at..] (rank at pc[1]).
     let through = |offset_at: usize, dims_at: usize, strides_at: usize| {
@@ -379,10 +379,10 @@ fn parse(command: &Command) -> Option<Elementwise> {
         let strides: SmallVec<[i64; 6]> = pc[strides_at..strides_at + rank].iter().map(|&v| v as i32 as i64).collect();
         Some(strided(pc[offset_at] as i32 as i64, &dims, &strides))
     };
-    let b = |k: usize| d.bindings[k].clone();
+    let b = |k: usize| d.bindings()[k].clone();
     let operands: SmallVec<[(Subbuffer<[u8]>, Access); 3]> = match kind {
-        Kind::Unary if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
-        Kind::Binary | Kind::Compare if d.bindings.len() == 3 => {
+        Kind::Unary if d.bindings().len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
+        Kind::Binary | Kind::Compare if d.bindings().len() == 3 => {
             let access = |offset_at: usize, strides_at: usize| {
                 if kind == Kind::Binary && pc[22] == 1 {
                     // The vector path: rank 1, offset 0, stride 1 (linear) or 0 (element 0).
@@ -392,21 +392,21 @@ fn parse(command: &Command) -> Option<Elementwise> {
             };
             SmallVec::from_vec(vec![(b(0), access(2, 10)?), (b(1), access(3, 16)?)])
         }
-        Kind::Select if d.bindings.len() == 4 => {
+        Kind::Select if d.bindings().len() == 4 => {
             SmallVec::from_vec(vec![(b(0), through(2, 5, 11)?), (b(1), through(3, 5, 17)?), (b(2), through(4, 5, 23)?)])
         }
-        Kind::Convert if d.bindings.len() == 2 && convert_input(d.pipeline.op()).is_some() => {
+        Kind::Convert if d.bindings().len() == 2 && convert_input(d.pipeline.op()).is_some() => {
             SmallVec::from_vec(vec![(b(0), Access::Linear)])
         }
-        Kind::Narrow if d.bindings.len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
+        Kind::Narrow if d.bindings().len() == 2 => SmallVec::from_vec(vec![(b(0), Access::Linear)]),
         // Only where it writes element i of its output at its own index i (offset 0, row-major
         // strides): then it is an element-wise op whose operand is read through strides.
-        Kind::Copy if d.bindings.len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
+        Kind::Copy if d.bindings().len() == 2 && through(3, 4, 20) == Some(Access::Linear) => {
             SmallVec::from_vec(vec![(b(0), through(2, 4, 12)?)])
         }
         // A slice with tensor starts into a whole contiguous result, or a put_slice's scatter:
         // bindings 1..4 are the starts (unused ones repeat binding 1).
-        Kind::CopyStarts if d.bindings.len() == 6 && pc[1] <= 4 => {
+        Kind::CopyStarts if d.bindings().len() == 6 && pc[1] <= 4 => {
             let on_output = d.pipeline.op() == 1;
             let out_access = through(3, 4, 12)?;
             if !on_output && out_access != Access::Linear {
@@ -434,7 +434,7 @@ fn parse(command: &Command) -> Option<Elementwise> {
             });
         }
         // Integer reductions: sums only (max and min compare by signedness, which a uint does not say).
-        Kind::Reduce if d.bindings.len() == 2 && (compute.is_some() || d.pipeline.op() == 0) => {
+        Kind::Reduce if d.bindings().len() == 2 && (compute.is_some() || d.pipeline.op() == 0) => {
             SmallVec::from_vec(vec![(b(0), Access::Reduced)])
         }
         _ => return None,
@@ -785,14 +785,7 @@ fn merged_command(stages: &[(&Stage, usize)], writers: &HashMap<u64, usize>) -> 
     source.push_str("}\n");
     let pipeline = kernel("merged_stages", &source, 0)?;
     let (bindings, writes) = bindings.buffers();
-    let command = Command::Dispatch(Dispatch {
-        name: "merged_stages",
-        pipeline,
-        bindings,
-        push: [0; PUSH_WORDS],
-        groups: [1, 1, 1],
-        writes,
-    });
+    let command = Command::Dispatch(Dispatch::new("merged_stages", pipeline, bindings, [0; PUSH_WORDS], [1, 1, 1], writes));
     Ok((command, copies))
 }
 
@@ -1315,14 +1308,8 @@ fn fused_command(
     let (bindings, writes) = bindings.buffers();
     let mut push = [0; PUSH_WORDS];
     push[0] = last.n as u32;
-    let command = Command::Dispatch(Dispatch {
-        name: "fused_elementwise",
-        pipeline,
-        bindings,
-        push,
-        groups: crate::ops::elementwise_groups(last.n.div_ceil(per)),
-        writes,
-    });
+    let groups = crate::ops::elementwise_groups(last.n.div_ceil(per));
+    let command = Command::Dispatch(Dispatch::new("fused_elementwise", pipeline, bindings, push, groups, writes));
     Ok((command, Some(Stage { members: run.iter().map(|&e| e.clone()).collect(), written })))
 }
 
@@ -1541,7 +1528,7 @@ fn gemm_command(
     let pipeline = kernel("fused_gemm", &source, gemm.op())?;
     let (epilogue, writes) = bindings.buffers();
     let bindings = run[0].operands.iter().map(|(b, _)| b.clone()).chain(epilogue).collect();
-    Ok(Command::Dispatch(Dispatch { name: "fused_gemm", pipeline, bindings, push: run[0].push, groups, writes }))
+    Ok(Command::Dispatch(Dispatch::new("fused_gemm", pipeline, bindings, run[0].push, groups, writes)))
 }
 
 /// What the kernel stores for member `k`'s result: a predicate as a byte, else the value.

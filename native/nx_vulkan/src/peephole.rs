@@ -7,6 +7,7 @@
 //! transposes its dot's result, so a training step has several of these.
 use crate::ops::matmul::{gemm_family, gemm_grid};
 use crate::queue::{handle, Command, Dispatch};
+use smallvec::SmallVec;
 use crate::shaders::Family;
 use std::collections::{HashMap, HashSet};
 
@@ -15,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 fn is_transpose(copy: &Dispatch, m: u32, n: u32) -> bool {
     let p = &copy.push;
     copy.name.starts_with("copy_b")
-        && copy.bindings.len() == 2
+        && copy.bindings().len() == 2
         && u64::from(p[0]) == u64::from(m) * u64::from(n)
         && p[1] == 2
         && p[2] == 0
@@ -54,10 +55,10 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         let Some(Command::Dispatch(gemm)) = &commands[i] else { continue };
         let Some(family) = gemm_family(gemm.name) else { continue };
         let (m, n, p) = (gemm.push[0], gemm.push[1], gemm.push);
-        if gemm.bindings.len() != 3 || p[3] != 1 {
+        if gemm.bindings().len() != 3 || p[3] != 1 {
             continue;
         }
-        let out = handle(&gemm.bindings[2]);
+        let out = handle(&gemm.bindings()[2]);
         if escapes.contains(&out) || readers.get(&out) != Some(&1) {
             continue;
         }
@@ -70,12 +71,12 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         };
         let Some(Command::Dispatch(copy)) = &commands[j] else { continue };
         if !is_transpose(copy, m, n)
-            || handle(&copy.bindings[0]) != out
+            || handle(&copy.bindings()[0]) != out
             || suffix_bytes(copy.name) != suffix_bytes(gemm.name)
         {
             continue;
         }
-        let dst = copy.bindings[1].clone();
+        let dst = copy.bindings()[1].clone();
         let dst_handle = handle(&dst);
         let touched = (i + 1..j).any(|k| {
             commands[k].as_ref().is_some_and(|c| {
@@ -106,10 +107,10 @@ pub fn fold_transposed_gemms(commands: Vec<Command>, escapes: &HashSet<u64>) -> 
         } else {
             gemm.pipeline
         };
-        let mut bindings = gemm.bindings.clone();
+        let mut bindings: SmallVec<[_; 4]> = gemm.bindings().iter().cloned().collect();
         bindings.swap(0, 1);
         bindings[2] = dst;
-        let rewritten = Dispatch { push, groups, bindings, pipeline, ..gemm.clone() };
+        let rewritten = Dispatch::new(gemm.name, pipeline, bindings, push, groups, gemm.writes);
         commands[i] = Some(Command::Dispatch(rewritten));
         commands[j] = None;
         folded += 1;

@@ -1,8 +1,9 @@
 //! The pending queue and its recorder.
 //!
 //! Op NIFs describe their work as a `Command` (a pipeline, its buffers, push constants and group
-//! counts, or a buffer copy) and push it onto one global crossbeam channel, the pending queue.
-//! Nobody blocks on that channel, so a push is a lock-free append. One GPU thread owns all
+//! counts, or a buffer copy) and append it to the device's pending list (`Pending`): a short
+//! uncontended lock around a `Vec` push, which the GPU thread empties by swapping in its spare
+//! `Vec`. One GPU thread owns all
 //! recording and submission; it sleeps on a second, control channel and wakes every
 //! RECORD_AHEAD pushes to record what is pending into the open command buffer (overlapping the
 //! BEAM's next ops), and when a NIF asks for a flush (download, `Nx.Vulkan.flush/0`, the host
@@ -46,7 +47,8 @@ use vulkano::{Handle, VulkanObject};
 pub const PUSH_WORDS: usize = 32;
 
 /// One compute dispatch, described, not recorded. A kernel writes its last `writes` bindings and
-/// only reads the others (the hazard tracking relies on it).
+/// only reads the others (the hazard tracking relies on it). Made by `Dispatch::new`, which
+/// reads the bindings' VkBuffer handles on the caller's thread.
 #[derive(Clone)]
 pub struct Dispatch {
     /// The kernel's name (shaders.rs), for the per-kernel GPU times of `kernel_times`.
@@ -54,12 +56,46 @@ pub struct Dispatch {
     /// Possibly not created yet: the GPU thread waits for it when recording (pipelines.rs).
     pub pipeline: crate::pipelines::PipelineRef,
     /// Storage buffers in binding order (set 0, bindings 0..n).
-    pub bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
+    bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
+    /// Their VkBuffer handles, read where the command is made: the handle sits on the cache line
+    /// of the buffer's reference count, which the caller has just written (its clone), so the
+    /// GPU thread reading it there for the hazard tracking and the descriptors took that line
+    /// from the caller's core on every command, and the caller's next clone took it back.
+    handles: SmallVec<[u64; 4]>,
     pub push: [u32; PUSH_WORDS],
     pub groups: [u32; 3],
     /// How many of the last bindings the kernel writes (1 for every op's kernel; a fused kernel,
     /// fuse.rs, may write several).
     pub writes: usize,
+}
+
+impl Dispatch {
+    pub fn new(
+        name: &'static str,
+        pipeline: crate::pipelines::PipelineRef,
+        bindings: SmallVec<[Subbuffer<[u8]>; 4]>,
+        push: [u32; PUSH_WORDS],
+        groups: [u32; 3],
+        writes: usize,
+    ) -> Dispatch {
+        let handles = bindings.iter().map(handle).collect();
+        Dispatch { name, pipeline, bindings, handles, push, groups, writes }
+    }
+
+    /// Storage buffers in binding order (set 0, bindings 0..n).
+    pub fn bindings(&self) -> &[Subbuffer<[u8]>] {
+        &self.bindings
+    }
+
+    /// The same dispatch on other buffers.
+    pub fn with_bindings(&self, bindings: SmallVec<[Subbuffer<[u8]>; 4]>) -> Dispatch {
+        Dispatch::new(self.name, self.pipeline, bindings, self.push, self.groups, self.writes)
+    }
+
+    /// Each binding with its handle.
+    fn bound(&self) -> impl Iterator<Item = (&Subbuffer<[u8]>, u64)> {
+        self.bindings.iter().zip(self.handles.iter().copied())
+    }
 }
 
 #[derive(Clone)]
@@ -122,8 +158,8 @@ impl Command {
     pub fn accesses(&self) -> (SmallVec<[u64; 4]>, SmallVec<[u64; 2]>) {
         match self {
             Command::Dispatch(d) => {
-                let (reads, writes) = d.bindings.split_at(d.bindings.len() - d.writes);
-                (reads.iter().map(handle).collect(), writes.iter().map(handle).collect())
+                let (reads, writes) = d.handles.split_at(d.handles.len() - d.writes);
+                (SmallVec::from_slice(reads), SmallVec::from_slice(writes))
             }
             Command::Copy { src, dst, .. } => (SmallVec::from_slice(&[handle(src)]), SmallVec::from_slice(&[handle(dst)])),
             Command::Program(_) => (SmallVec::new(), SmallVec::new()),
@@ -135,11 +171,7 @@ impl Command {
     /// shared buffer). A program has none of its own here.
     pub fn with_buffers(&self, swap: impl Fn(&Subbuffer<[u8]>) -> Subbuffer<[u8]>) -> Command {
         match self {
-            Command::Dispatch(d) => {
-                let mut d = d.clone();
-                d.bindings.iter_mut().for_each(|b| *b = swap(b));
-                Command::Dispatch(d)
-            }
+            Command::Dispatch(d) => Command::Dispatch(d.with_bindings(d.bindings.iter().map(swap).collect())),
             Command::Copy { src, dst, bytes } => Command::Copy { src: swap(src), dst: swap(dst), bytes: *bytes },
             Command::Program(r) => Command::Program(r.clone()),
             Command::Loop(l) => Command::Loop(l.with_buffers(swap)),
@@ -419,7 +451,7 @@ impl Stats {
 
 /// One device's pending queue: the channels to its GPU thread, and its counters.
 struct DeviceQueue {
-    pending: Sender<Queued>,
+    pending: Arc<Pending>,
     control: Sender<Control>,
     /// Commands (and the bytes they write) queued since start, and retired since start: what
     /// is queued now (pending, in the open command buffer or in flight) is the difference.
@@ -431,6 +463,27 @@ struct DeviceQueue {
     /// Set while a Drain is on its way, so a burst of commands wakes the thread once.
     drain_requested: CachePadded<AtomicBool>,
     stats: Stats,
+}
+
+/// The commands callers queued that the GPU thread has not taken yet. A lock around a `Vec`
+/// rather than a channel: a push is one uncontended lock and a copy into capacity the list
+/// keeps (the GPU thread swaps the whole list out for its emptied spare), where crossbeam's
+/// unbounded channel allocated and zeroed a block every 31 commands, freed by the GPU thread,
+/// and spent ~12% of an eager op's NIF time in perf (the binary op NIF, lavapipe host).
+#[derive(Default)]
+struct Pending(CachePadded<Mutex<Vec<Queued>>>);
+
+impl Pending {
+    fn push(&self, queued: Queued) {
+        // A panic while the lock is held can only come from the push's allocation (an abort):
+        // a poisoned list is still whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(queued);
+    }
+
+    /// Everything pending, taken at once: `spare` (empty) goes in its place.
+    fn take(&self, spare: &mut Vec<Queued>) {
+        std::mem::swap(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()), spare);
+    }
 }
 
 /// The callers' counters (see DeviceQueue).
@@ -459,7 +512,8 @@ fn queue() -> &'static DeviceQueue {
 /// Device `device`'s queue, with its GPU thread started on first use.
 fn queue_at(device: usize) -> &'static DeviceQueue {
     QUEUES[device].get_or_init(|| {
-        let (pending_tx, pending_rx) = unbounded::<Queued>();
+        let pending = Arc::new(Pending::default());
+        let gpu_pending = pending.clone();
         let (control_tx, control_rx) = unbounded::<Control>();
         std::thread::Builder::new()
             .name(format!("nx_vulkan_gpu_{device}"))
@@ -467,11 +521,11 @@ fn queue_at(device: usize) -> &'static DeviceQueue {
             .stack_size(16 << 20)
             .spawn(move || {
                 crate::context::set_thread_device(device);
-                gpu_thread(pending_rx, control_rx)
+                gpu_thread(&gpu_pending, control_rx)
             })
             .expect("spawning the nx_vulkan GPU thread");
         DeviceQueue {
-            pending: pending_tx,
+            pending,
             control: control_tx,
             sent: CachePadded::default(),
             retired: CachePadded::default(),
@@ -506,7 +560,7 @@ pub fn record(command: Command) -> Result<()> {
     let q = queue_at(device);
     let sent = q.sent.commands.fetch_add(1, Ordering::Relaxed) + 1;
     q.sent.bytes.fetch_add(bytes, Ordering::Relaxed);
-    q.pending.send(Queued { command, bytes, device }).map_err(|_| stopped())?;
+    q.pending.push(Queued { command, bytes, device });
     if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(RECORD_AHEAD) {
         q.sent.drain_asked_at.store(sent, Ordering::Relaxed);
         if !q.drain_requested.swap(true, Ordering::AcqRel) {
@@ -542,17 +596,17 @@ pub fn throttle() -> Result<()> {
     await_reply(&rx, spin_budget())
 }
 
-fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
+fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
     let mut recorder = Recorder::default();
     while let Some(message) = next_message(&control, &mut recorder) {
         let _inside = crate::exit_guard::enter();
         match message {
-            Control::Drain => recorder.drain(&pending),
+            Control::Drain => recorder.drain(pending),
             Control::Flush(reason, reply) => {
                 let started = Instant::now();
                 let recorded = stats().recorded.load(Ordering::Relaxed);
                 stats().flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.drain(&pending);
+                recorder.drain(pending);
                 // A flush with nothing recorded since the last one returns without a fence wait.
                 if recorder.open.is_some() || !recorder.in_flight.is_empty() {
                     stats().host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
@@ -568,7 +622,7 @@ fn gpu_thread(pending: Receiver<Queued>, control: Receiver<Control>) {
                 // Counted as a flush and a host sync: a producer waits for the GPU here.
                 stats().flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
                 stats().host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.drain(&pending);
+                recorder.drain(pending);
                 while over_bound() {
                     if recorder.open.is_some() {
                         recorder.guarded(|r| r.submit(false, "backpressure"));
@@ -645,6 +699,8 @@ struct Recorder {
     /// Fences and timestamp query pools of retired submissions, for reuse.
     free_fences: Vec<Arc<Fence>>,
     free_timestamps: Vec<Arc<QueryPool>>,
+    /// The list `drain` swaps into the pending one (empty between drains; see `Pending`).
+    taken: Vec<Queued>,
 }
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
@@ -840,7 +896,7 @@ impl Hazards {
 unsafe fn record_dispatch(
     cb: vk::CommandBuffer,
     d: &Dispatch,
-    bindings: &[&Subbuffer<[u8]>],
+    bindings: &[(&Subbuffer<[u8]>, u64)],
     created: &ComputePipeline,
     bound: &mut vk::Pipeline,
 ) {
@@ -855,8 +911,8 @@ unsafe fn record_dispatch(
         }
         let infos: SmallVec<[vk::DescriptorBufferInfo; 4]> = bindings
             .iter()
-            .map(|b| vk::DescriptorBufferInfo {
-                buffer: b.buffer().handle(),
+            .map(|&(b, h)| vk::DescriptorBufferInfo {
+                buffer: vk::Buffer::from_raw(h),
                 offset: b.offset(),
                 range: b.size(),
             })
@@ -965,7 +1021,7 @@ unsafe fn record_into(
                 cb.copy_buffer_unchecked(&CopyBufferInfo::buffers(src.clone().slice(..*bytes), dst.clone().slice(..*bytes)));
             }
             Command::Dispatch(d) => {
-                let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> = d.bindings.iter().collect();
+                let bindings: SmallVec<[_; 4]> = d.bound().collect();
                 record_dispatch_tracked(cb, hazards, bound, d, &bindings)?;
             }
             Command::Program(_) => return Err(Error::Vulkan("a program inside a program".into())),
@@ -982,12 +1038,12 @@ unsafe fn record_dispatch_tracked(
     hazards: &mut Hazards,
     bound: &mut vk::Pipeline,
     d: &Dispatch,
-    bindings: &[&Subbuffer<[u8]>],
+    bindings: &[(&Subbuffer<[u8]>, u64)],
 ) -> Result<()> {
     let created = d.pipeline.get()?;
     let (reads, writes) = bindings.split_at(bindings.len() - d.writes);
-    let reads: SmallVec<[u64; 4]> = reads.iter().map(|b| handle(b)).collect();
-    let writes: SmallVec<[u64; 2]> = writes.iter().map(|b| handle(b)).collect();
+    let reads: SmallVec<[u64; 4]> = reads.iter().map(|b| b.1).collect();
+    let writes: SmallVec<[u64; 2]> = writes.iter().map(|b| b.1).collect();
     unsafe {
         if hazards.needs_barrier(&reads, &writes) {
             record_compute_barrier(cb.handle(), created);
@@ -1115,7 +1171,7 @@ pub fn copy_commands(
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).0.clone()));
         bindings.extend((0..COPY_PAIRS).map(|p| slot(p).1.clone()));
         let groups = crate::ops::elementwise_groups(units);
-        emit(Command::Dispatch(Dispatch { name, pipeline, bindings, push, groups, writes: COPY_PAIRS }))?;
+        emit(Command::Dispatch(Dispatch::new(name, pipeline, bindings, push, groups, COPY_PAIRS)))?;
     }
     Ok(())
 }
@@ -1144,28 +1200,40 @@ impl Recorder {
     /// Records every pending command into the open command buffer, up to REORDER_WINDOW at a
     /// time in dependency order (`by_level`), submitting it (and waiting) each time it reaches
     /// the cap.
-    fn drain(&mut self, pending: &Receiver<Queued>) {
+    fn drain(&mut self, pending: &Pending) {
         // A swap, not a store: it reads the latest request, so every command sent before a
-        // caller found the flag set is received below.
+        // caller found the flag set is taken below.
         queue().drain_requested.swap(false, Ordering::AcqRel);
+        // Taken in whole lists (the commands pushed since the last take), each recorded in
+        // windows of REORDER_WINDOW in arrival order, until a take finds nothing.
+        let mut taken = std::mem::take(&mut self.taken);
         let mut window = Vec::with_capacity(REORDER_WINDOW);
         loop {
-            window.extend(pending.try_iter().take(REORDER_WINDOW));
-            if window.is_empty() {
+            pending.take(&mut taken);
+            if taken.is_empty() {
                 break;
             }
-            if *REORDER && window.len() > 1 {
-                // Counted as recording time (what `stats/0`'s record_ns reports per command).
-                let started = Instant::now();
-                by_level(&mut window, self.open.as_ref().map(|b| &b.hazards));
-                if let Some(batch) = self.open.as_mut() {
-                    batch.recording_ns += started.elapsed().as_nanos() as u64;
+            let mut commands = taken.drain(..);
+            loop {
+                window.extend(commands.by_ref().take(REORDER_WINDOW));
+                if window.is_empty() {
+                    break;
+                }
+                if *REORDER && window.len() > 1 {
+                    // Counted as recording time (what `stats/0`'s record_ns reports per command).
+                    let started = Instant::now();
+                    by_level(&mut window, self.open.as_ref().map(|b| &b.hazards));
+                    if let Some(batch) = self.open.as_mut() {
+                        batch.recording_ns += started.elapsed().as_nanos() as u64;
+                    }
+                }
+                for command in window.drain(..) {
+                    self.record_and_submit(command);
                 }
             }
-            for command in window.drain(..) {
-                self.record_and_submit(command);
-            }
         }
+        // Emptied, its capacity kept for the next swap.
+        self.taken = taken;
     }
 
     /// Records one command, then submits the open command buffer if the cap, a program or early
@@ -1313,8 +1381,13 @@ impl Recorder {
             match command {
                 Command::Dispatch(d) => {
                     let batch = self.batch()?;
-                    let bindings: SmallVec<[&Subbuffer<[u8]>; 4]> =
-                        d.bindings.iter().map(|b| substitute(&substitutes, b)).collect();
+                    let bindings: SmallVec<[_; 4]> = d
+                        .bound()
+                        .map(|(b, h)| match substitutes.iter().find(|(k, _)| *k == h) {
+                            Some((_, s)) => (*s, handle(s)),
+                            None => (b, h),
+                        })
+                        .collect();
                     unsafe {
                         record_dispatch_tracked(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, d, &bindings)?
                     };

@@ -298,7 +298,7 @@ fn record(
     groups: [u32; 3],
 ) -> Result<()> {
     let buffers: SmallVec<[_; 4]> = bindings.iter().map(|b| b.get()).collect::<Result<_>>()?;
-    let dispatch = Dispatch { name, pipeline, bindings: buffers, push: push.words, groups, writes };
+    let dispatch = Dispatch::new(name, pipeline, buffers, push.words, groups, writes);
     record_command(Command::Dispatch(dispatch), bindings)
 }
 
