@@ -23,4 +23,10 @@ mod tensor;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-rustler::init!("Elixir.Nx.Vulkan.NIF");
+rustler::init!("Elixir.Nx.Vulkan.NIF", load = load);
+
+/// Opens the resource type of tensor buffers, which has a handle of its own (tensor.rs
+/// BufferRef); rustler registers the other resource types before this runs.
+fn load(env: rustler::Env, _info: rustler::Term) -> bool {
+    tensor::open_buffer_type(env)
+}
