@@ -203,21 +203,50 @@ impl rustler::Encoder for BufferRef {
     }
 }
 
+/// The tensor buffer `term` refers to, without a reference of our own.
+fn resource_of(term: rustler::Term) -> rustler::NifResult<std::ptr::NonNull<DeviceBuffer>> {
+    let mut raw = std::ptr::null();
+    // SAFETY: the type is ours (a resource of another type, or any other term, fails the get).
+    unsafe {
+        let resource_type = BUFFER_TYPE.load(Ordering::Relaxed);
+        if resource_type.is_null()
+            || rustler::sys::enif_get_resource(term.get_env().as_c_arg(), term.as_c_arg(), resource_type, &mut raw) == 0
+        {
+            return Err(rustler::Error::BadArg);
+        }
+        Ok(std::ptr::NonNull::new_unchecked(raw as *mut DeviceBuffer))
+    }
+}
+
 impl<'a> rustler::Decoder<'a> for BufferRef {
     fn decode(term: rustler::Term<'a>) -> rustler::NifResult<BufferRef> {
-        let mut raw = std::ptr::null();
-        // SAFETY: the type is ours (a resource of another type, or any other term, fails the
-        // get); the term keeps the object alive until we take our own reference.
-        unsafe {
-            let resource_type = BUFFER_TYPE.load(Ordering::Relaxed);
-            if resource_type.is_null()
-                || rustler::sys::enif_get_resource(term.get_env().as_c_arg(), term.as_c_arg(), resource_type, &mut raw) == 0
-            {
-                return Err(rustler::Error::BadArg);
-            }
-            rustler::sys::enif_keep_resource(raw);
-            Ok(BufferRef { raw: std::ptr::NonNull::new_unchecked(raw as *mut DeviceBuffer) })
-        }
+        let raw = resource_of(term)?;
+        // SAFETY: the term keeps the object alive until we take our own reference.
+        unsafe { rustler::sys::enif_keep_resource(raw.as_ptr() as *const _) };
+        Ok(BufferRef { raw })
+    }
+}
+
+/// A tensor argument of an op NIF, borrowed from its term for the call: the term keeps the
+/// object alive until the NIF returns, so decoding one takes no reference and dropping it gives
+/// none back (a keep and a release per operand saved on every op). It derefs to a `BufferRef`
+/// whose clone takes a reference of its own, as anything that keeps the tensor must.
+pub struct BufferArg<'a> {
+    handle: std::mem::ManuallyDrop<BufferRef>,
+    _term: std::marker::PhantomData<rustler::Term<'a>>,
+}
+
+impl std::ops::Deref for BufferArg<'_> {
+    type Target = BufferRef;
+    fn deref(&self) -> &BufferRef {
+        &self.handle
+    }
+}
+
+impl<'a> rustler::Decoder<'a> for BufferArg<'a> {
+    fn decode(term: rustler::Term<'a>) -> rustler::NifResult<BufferArg<'a>> {
+        let raw = resource_of(term)?;
+        Ok(BufferArg { handle: std::mem::ManuallyDrop::new(BufferRef { raw }), _term: std::marker::PhantomData })
     }
 }
 

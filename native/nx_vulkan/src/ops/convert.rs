@@ -2,7 +2,7 @@
 use super::*;
 use crate::dtype::Dtype;
 use crate::shaders;
-use crate::tensor::alloc;
+use crate::tensor::{alloc, BufferArg};
 
 /// Type codes of shaders/convert.comp.
 fn type_code(dtype: Dtype) -> Option<u32> {
@@ -27,7 +27,7 @@ fn type_code(dtype: Dtype) -> Option<u32> {
 }
 
 #[rustler::nif]
-fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+fn as_type(env: rustler::Env, from: Dtype, to: Dtype, x: BufferArg, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     convert(from, to, &x, n)

@@ -3,7 +3,7 @@
 use super::*;
 use crate::dtype::Dtype;
 use crate::shaders::{self, Family};
-use crate::tensor::alloc;
+use crate::tensor::{alloc, BufferArg};
 use std::borrow::Cow;
 use rustler::{Atom, Env};
 
@@ -52,7 +52,7 @@ fn kernel_for(family: Family, dtype: Dtype, code: u32, name: &str, float_ops: &[
 }
 
 #[rustler::nif]
-fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+fn unary_op(env: Env, op: Atom, dtype: Dtype, x: BufferArg, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = UNARY_OPS.code(env, op)?;
@@ -84,7 +84,7 @@ static CLASSIFY_OPS: OpTable = OpTable::new(&["is_nan", "is_infinity"]);
 
 /// is_nan / is_infinity of a floating-point tensor, as u8.
 #[rustler::nif]
-fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+fn classify(env: Env, op: Atom, dtype: Dtype, x: BufferArg, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = CLASSIFY_OPS.code(env, op)?;
@@ -106,9 +106,9 @@ fn binary_op(
     env: Env,
     op: Atom,
     dtype: Dtype,
-    a: BufferRef,
+    a: BufferArg,
     a_shape: Shape,
-    b: BufferRef,
+    b: BufferArg,
     b_shape: Shape,
     out_shape: Shape,
 ) -> Result<BufferRef> {
@@ -254,9 +254,9 @@ fn complex_binary(
     env: Env,
     op: Atom,
     dtype: Dtype,
-    a: BufferRef,
+    a: BufferArg,
     a_shape: Shape,
-    b: BufferRef,
+    b: BufferArg,
     b_shape: Shape,
     out_shape: Shape,
 ) -> Result<BufferRef> {
@@ -283,7 +283,7 @@ static COMPLEX_REAL: OpTable = OpTable::new(&["abs", "is_nan", "is_infinity"]);
 
 /// abs (to the real type) and is_nan / is_infinity (to u8) of a complex tensor.
 #[rustler::nif]
-fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferArg, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = COMPLEX_REAL.code(env, op)?;
@@ -302,7 +302,7 @@ fn complex_real(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resul
 
 /// negate / conjugate of a complex tensor.
 #[rustler::nif]
-fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Result<BufferRef> {
+fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferArg, n: u64) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = COMPLEX_UNARY.code(env, op)?;
@@ -326,11 +326,11 @@ fn complex_unary(env: Env, op: Atom, dtype: Dtype, x: BufferRef, n: u64) -> Resu
 fn select(
     env: rustler::Env,
     elem_bytes: u64,
-    pred: BufferRef,
+    pred: BufferArg,
     pred_shape: Vec<u64>,
-    on_true: BufferRef,
+    on_true: BufferArg,
     true_shape: Vec<u64>,
-    on_false: BufferRef,
+    on_false: BufferArg,
     false_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {
@@ -356,11 +356,11 @@ fn select(
 #[allow(clippy::too_many_arguments)]
 fn select_elements(
     elem_bytes: u64,
-    pred: BufferRef,
+    pred: BufferArg,
     pred_shape: Vec<u64>,
-    on_true: BufferRef,
+    on_true: BufferArg,
     true_shape: Vec<u64>,
-    on_false: BufferRef,
+    on_false: BufferArg,
     false_shape: Vec<u64>,
     out_shape: Vec<u64>,
 ) -> Result<BufferRef> {

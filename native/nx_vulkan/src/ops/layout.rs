@@ -4,7 +4,7 @@ use super::*;
 use crate::dtype::Dtype;
 use super::precise_f32;
 use crate::shaders;
-use crate::tensor::alloc;
+use crate::tensor::{alloc, BufferArg};
 
 fn copy_kernel(elem_bytes: u64) -> Result<Kernel> {
     by_width(elem_bytes, shaders::copy_b1, shaders::copy_b2, shaders::copy_b4, shaders::copy_b8)
@@ -285,7 +285,7 @@ pub fn contiguous_copy(elem_bytes: u64, src: &BufferRef, offset: i64, strides: &
 
 /// `contiguous_copy` as a NIF (static slices, reverse, the Elixir side's copies).
 #[rustler::nif]
-fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferRef, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
+fn view_copy(env: rustler::Env, elem_bytes: u64, src: BufferArg, offset: i64, dims: Vec<u64>, strides: Vec<i64>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&src])?;
     let _capture = crate::capture::scope(env);
     contiguous_copy(elem_bytes, &src, offset, &strides, &dims)

@@ -5,7 +5,7 @@ use super::layout::contiguous_copy;
 use super::*;
 use crate::dtype::Dtype;
 use crate::shaders::{self, Family};
-use crate::tensor::alloc;
+use crate::tensor::{alloc, BufferArg};
 
 /// (size, stride) of `axes` of a tensor with `shape` and `strides`, if walking them in order is a
 /// single stride; an empty group is (1, 0).
@@ -59,11 +59,11 @@ fn as_groups(
 fn dot(
     env: rustler::Env,
     dtype: Dtype,
-    a: BufferRef,
+    a: BufferArg,
     a_shape: Vec<u64>,
     a_contract: Vec<usize>,
     a_batch: Vec<usize>,
-    b: BufferRef,
+    b: BufferArg,
     b_shape: Vec<u64>,
     b_contract: Vec<usize>,
     b_batch: Vec<usize>,

@@ -3,7 +3,7 @@
 use super::*;
 use crate::dtype::Dtype;
 use crate::shaders::{self, Family};
-use crate::tensor::alloc;
+use crate::tensor::{alloc, BufferArg};
 use rustler::{Atom, Env};
 
 static REDUCE_OPS: OpTable = OpTable::new(&["sum", "product", "reduce_max", "reduce_min"]);
@@ -209,7 +209,7 @@ fn arg_reduce(
 }
 
 #[rustler::nif]
-fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferRef, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
+fn reduce(env: Env, op: Atom, dtype: Dtype, x: BufferArg, shape: Vec<u64>, axes: Vec<usize>) -> Result<BufferRef> {
     let _device = crate::context::use_device_of(&[&x])?;
     let _capture = crate::capture::scope(env);
     let (code, name) = REDUCE_OPS.code(env, op)?;
