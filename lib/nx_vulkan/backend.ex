@@ -1973,8 +1973,9 @@ defmodule Nx.Vulkan.Backend do
     %{out | data: %__MODULE__{ref: ref}}
   end
 
-  # Each process keeps one counter of the results it made: {results mod 16, bytes since its last
-  # collection} (one process-dictionary read and write per result, on every op's path).
+  # Each process keeps one counter of the results it made: {results mod 16, bytes left before its
+  # next collection} (one process-dictionary read and write per result, on every op's path; the
+  # threshold is read only when the countdown starts again, not at every result).
   #
   # Backpressure (Nx.Vulkan.set_pending_limits/1): op NIFs run on normal schedulers and never
   # wait, so every 16 results a process asks whether the pending queue is past its bound (a
@@ -1988,22 +1989,36 @@ defmodule Nx.Vulkan.Backend do
   # then return to the pool, and the next cycle of the loop reuses them.
   @doc false
   def account_result(%T{shape: shape, type: {_, bits}}) do
-    {results, bytes} = Process.get(:nx_vulkan_results, {0, 0})
-    bytes = bytes + div(Nx.size(shape) * bits, 8)
+    {results, left} =
+      case Process.get(:nx_vulkan_results) do
+        nil -> {0, collect_budget()}
+        counts -> counts
+      end
 
-    bytes =
-      if bytes >= Nx.Vulkan.Device.collect_bytes() do
+    left = left - div(Tuple.product(shape) * bits, 8)
+
+    left =
+      if left <= 0 do
         :erlang.garbage_collect()
-        0
+        collect_budget()
       else
-        bytes
+        left
       end
 
     if results == 15 do
-      Process.put(:nx_vulkan_results, {0, bytes})
+      Process.put(:nx_vulkan_results, {0, left})
       if Native.queue_full(), do: Native.throttle() |> Native.unwrap!()
     else
-      Process.put(:nx_vulkan_results, {results + 1, bytes})
+      Process.put(:nx_vulkan_results, {results + 1, left})
+    end
+  end
+
+  # Bytes of results a process makes between collections (Nx.Vulkan.Device.collect_bytes/0; with
+  # collection off, more than any process makes).
+  defp collect_budget do
+    case Nx.Vulkan.Device.collect_bytes() do
+      :infinity -> Bitwise.bsl(1, 62)
+      n -> n
     end
   end
 
