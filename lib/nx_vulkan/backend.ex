@@ -261,7 +261,7 @@ defmodule Nx.Vulkan.Backend do
     ct = index_type(type)
 
     Native.iota(ct, Nx.size(shape), cols, rows, true, device)
-    |> result(%{out | type: ct}, :eye, [out, opts])
+    |> result(with_type(out, ct), :eye, [out, opts])
     |> cast(type)
   end
 
@@ -281,7 +281,7 @@ defmodule Nx.Vulkan.Backend do
     ct = index_type(type)
 
     Native.iota(ct, Nx.size(shape), inner, dim, false, device)
-    |> result(%{out | type: ct}, :iota, [out, axis, opts])
+    |> result(with_type(out, ct), :iota, [out, axis, opts])
     |> cast(type)
   end
 
@@ -872,7 +872,7 @@ defmodule Nx.Vulkan.Backend do
       t = cast(t, ct)
 
       Native.unary_op(unquote(op), ct, ref!(t), Nx.size(t))
-      |> result(%{out | type: ct}, unquote(op), [out, t])
+      |> result(with_type(out, ct), unquote(op), [out, t])
       |> cast(type)
     end
   end
@@ -888,7 +888,7 @@ defmodule Nx.Vulkan.Backend do
       b = cast(b, ct)
       check = integer_operand_check(unquote(op), ct, b)
 
-      binary_op(unquote(op), ct, %{out | type: ct}, cast(a, ct), b)
+      binary_op(unquote(op), ct, with_type(out, ct), cast(a, ct), b)
       |> attach_check(check)
       |> cast(type)
     end
@@ -1096,7 +1096,7 @@ defmodule Nx.Vulkan.Backend do
     t = cast(t, ct)
 
     Native.reduce(op, ct, ref!(t), shape_list(t), axes)
-    |> result(%{out | type: ct}, op, [out, t, [axes: axes]])
+    |> result(with_type(out, ct), op, [out, t, [axes: axes]])
     |> cast(type)
   end
 
@@ -1170,7 +1170,7 @@ defmodule Nx.Vulkan.Backend do
         pad_low,
         dilations
       )
-      |> result(%{out | type: ct}, unquote(op), [out, t, window, opts])
+      |> result(with_type(out, ct), unquote(op), [out, t, window, opts])
       |> cast(type)
     end
   end
@@ -1196,7 +1196,7 @@ defmodule Nx.Vulkan.Backend do
         opts[:strides],
         pad_low
       )
-      |> result(%{out | type: ct}, unquote(op), [out, t, source, init_value, window, opts])
+      |> result(with_type(out, ct), unquote(op), [out, t, source, init_value, window, opts])
       |> cast(type)
     end
   end
@@ -1264,7 +1264,7 @@ defmodule Nx.Vulkan.Backend do
       false,
       0
     )
-    |> result(%{out | type: ct}, :sort, [out, t, opts])
+    |> result(with_type(out, ct), :sort, [out, t, opts])
     |> cast(type)
   end
 
@@ -2037,6 +2037,11 @@ defmodule Nx.Vulkan.Backend do
   # iota and eye: bf16 through f32, complex through its real part's type (then cast).
   defp index_type({:c, bits}), do: {:f, div(bits, 2)}
   defp index_type(type), do: compute_type(type)
+
+  # `out` as a result of `type`: the same term when it already is one (the common case, no map
+  # copied on every op).
+  defp with_type(%T{type: type} = out, type), do: out
+  defp with_type(%T{} = out, type), do: %{out | type: type}
 
   defp cast(%T{type: type} = t, type), do: t
   defp cast(%T{} = t, type), do: as_type(%{t | type: type}, t)
