@@ -351,10 +351,14 @@ defmodule Nx.Vulkan do
   `:per_batch`: only around each submission) or off (`false`, the default). `stats/0`'s `gpu_ns`
   then accumulates the GPU time from each submission's first command to its last. A timestamp
   waits for the work before it, so per-command timestamps serialise independent dispatches and
-  add to the time they measure; `:per_batch` measures without that.
+  add to the time they measure; `:per_batch` measures without that. The setting applies to the
+  commands queued after the call: it first waits for the commands already queued to be recorded
+  under the old one.
   """
-  def set_gpu_timing(on) when is_boolean(on), do: Native.set_gpu_timing(on, true)
-  def set_gpu_timing(:per_batch), do: Native.set_gpu_timing(true, false)
+  def set_gpu_timing(on) when is_boolean(on),
+    do: Native.set_gpu_timing(on, true) |> Native.unwrap!()
+
+  def set_gpu_timing(:per_batch), do: Native.set_gpu_timing(true, false) |> Native.unwrap!()
 
   def set_gpu_timing(on),
     do:

@@ -34,6 +34,10 @@ fi
 
 mix deps.get >/dev/null
 mix compile --warnings-as-errors
+# Each run's output is kept so the failures can be repeated at the very end: CI shows only the
+# tail of a long log, and a failure printed mid-run would be cut off.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 failed=()
 for run in "${runs[@]}"; do
   cap=${run%%:*}; seed=${run##*:}
@@ -43,12 +47,20 @@ for run in "${runs[@]}"; do
   idle=$([ "$cap" = 64 ] && echo 2 || echo "")
   radix=$([ "$cap" = 4 ] && echo 0 || echo "")
   echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} NXV_WORKGROUP_SIZE=${wg:-default} NXV_SUBMIT_COMMANDS=${sub:-default} NXV_SUBMIT_IDLE=${idle:-default} NXV_RADIX_SORT=${radix:-default} mix test --warnings-as-errors --seed $seed"
-  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub NXV_SUBMIT_IDLE=$idle NXV_RADIX_SORT=$radix mix test --warnings-as-errors --seed "$seed" "$@"; then
+  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub NXV_SUBMIT_IDLE=$idle NXV_RADIX_SORT=$radix mix test --warnings-as-errors --seed "$seed" "$@" 2>&1 | tee "$logs/cap$cap"; then
     failed+=("cap $cap seed $seed")
   fi
 done
 
 if [ ${#failed[@]} -gt 0 ]; then
+  # Each failure's heading and its first lines (the assertion, the values), run by run.
+  for run in "${runs[@]}"; do
+    cap=${run%%:*}
+    awk -v cap="$cap" '
+      /^  [0-9]+\) (test|doctest) / { shown = 0; print "--- cap " cap ":" }
+      /^  [0-9]+\) (test|doctest) /, /^$/ { if (shown++ < 24) print }
+    ' "$logs/cap$cap" | head -c 6000
+  done
   echo "FAILED: ${failed[*]}"
   exit 1
 fi

@@ -85,8 +85,9 @@ defmodule Nx.Vulkan.MultiNodeTest do
     assert node(sum.data.ref) == node() and Nx.to_flat_list(sum) == [2.0, 3.0, 4.0]
     assert Nx.to_flat_list(Nx.backend_transfer(t, Nx.BinaryBackend)) == [1.0, 2.0, 3.0]
 
+    ref = Process.monitor(holder)
     send(holder, :drop)
-    Process.sleep(100)
+    assert_receive {:DOWN, ^ref, :process, _, _}, 10_000
     :erpc.call(peer(), :erlang, :garbage_collect, [])
 
     assert_raise ArgumentError,

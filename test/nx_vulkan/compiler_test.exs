@@ -1871,7 +1871,7 @@ defmodule Nx.Vulkan.CompilerF32Test do
       {output, status} =
         System.cmd(
           "mix",
-          ~w(test --no-compile --no-deps-check --exclude subprocess test/nx_vulkan/compiler_test.exs),
+          ~w(test --no-compile --no-deps-check --exclude subprocess --seed #{ExUnit.configuration()[:seed]} test/nx_vulkan/compiler_test.exs),
           env: [{"MIX_ENV", "test"} | env],
           stderr_to_stdout: true
         )

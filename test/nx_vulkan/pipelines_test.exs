@@ -30,6 +30,32 @@ defmodule Nx.Vulkan.PipelinesTest do
   end
 
   test "a first use returns at once: the pipeline is created off the caller's scheduler" do
+    # The values are right whatever the timing; the timing itself is wall-clock, which a busy
+    # host (a preempted scheduler thread, other VMs) can stretch past the bounds once: a trial
+    # that does is measured again, up to three times. A NIF that compiled a pipeline inline
+    # (50-150 ms on lavapipe, for every first use) fails every trial.
+    failures =
+      Enum.reduce_while(1..3, [], fn _, failures ->
+        case first_use_trial() do
+          :ok -> {:halt, []}
+          {:error, why} -> {:cont, [why | failures]}
+        end
+      end)
+
+    assert failures == []
+  end
+
+  defp drain_long_schedules do
+    receive do
+      {:monitor, _, :long_schedule, _} -> drain_long_schedules()
+    after
+      0 -> :ok
+    end
+  end
+
+  # One trial: every rare op's first use after forget_pipelines/0, timed; :ok or {:error, why}.
+  defp first_use_trial do
+    drain_long_schedules()
     # The BEAM reports any process that holds a normal scheduler for over 40 ms in one go (a NIF
     # that compiled a pipeline inline did, for 50-150 ms on lavapipe).
     previous = :erlang.system_monitor(self(), [{:long_schedule, 40}])
@@ -57,12 +83,19 @@ defmodule Nx.Vulkan.PipelinesTest do
 
     :erlang.system_monitor(previous || :undefined)
     me = self()
-    refute_received {:monitor, ^me, :long_schedule, _}
     first_uses = for {us, new, _} <- calls, new > 0, do: us
     # Creating one pipeline takes 50-150 ms on lavapipe; a call that does not create one
     # takes well under a millisecond when the CPU is free (the bound leaves room for a busy one).
     assert length(first_uses) >= div(length(calls), 2), "expected first uses, got #{inspect(calls)}"
-    assert Enum.max(first_uses) < 40_000, "first uses took #{inspect(first_uses)} us"
+
+    receive do
+      {:monitor, ^me, :long_schedule, info} -> {:error, {:long_schedule, info}}
+    after
+      0 ->
+        if Enum.max(first_uses) < 40_000,
+          do: :ok,
+          else: {:error, {:first_uses_us, first_uses}}
+    end
   end
 
   # On a machine with few cores lavapipe's worker threads (started while the device is created)
@@ -122,6 +155,8 @@ defmodule Nx.Vulkan.PipelineDiskCacheTest do
   s = Nx.Vulkan.stats()
   IO.puts("status=#{s.pipeline_disk_cache.status} created=#{s.pipelines_created}")
   Process.sleep(100)
+  # Every event sent so far is handled once the telemetry process answers.
+  :sys.get_state(Nx.Vulkan.Telemetry)
   IO.puts("pipeline_events=#{:counters.get(counter, 1)}")
   IO.puts("result=#{inspect(Nx.to_list(Nx.exp(Nx.tensor([0.0]))))}")
   """

@@ -267,12 +267,12 @@ fn take_kernel_times(env: Env) -> Result<Term> {
 }
 
 /// Turns GPU timestamps on or off (see `stats/0`'s gpu_ns): after every command, or only around
-/// each submission.
-#[rustler::nif]
-fn set_gpu_timing(on: bool, per_command: bool) -> rustler::Atom {
-    queue::GPU_TIMING_PER_COMMAND.store(per_command, Ordering::Relaxed);
-    queue::GPU_TIMING.store(on, Ordering::Relaxed);
-    rustler::types::atom::ok()
+/// each submission; from the next command queued. Dirty: it waits for the GPU threads to record
+/// what is pending.
+#[rustler::nif(schedule = "DirtyIo")]
+fn set_gpu_timing(on: bool, per_command: bool) -> Result<rustler::Atom> {
+    queue::set_gpu_timing(on, per_command)?;
+    Ok(rustler::types::atom::ok())
 }
 
 /// Counters and settings of device `index` (nil: the default); pipeline counts are the VM's.

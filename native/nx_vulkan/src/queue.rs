@@ -294,6 +294,9 @@ enum Control {
     /// Record what is pending, then submit and retire the oldest submissions until the queue is
     /// back within its bound; reply when it is.
     Throttle(Sender<()>),
+    /// Record what is pending into the open command buffer and reply (no submission): a setting
+    /// that applies to the commands queued after it waits for this (set_gpu_timing).
+    Record(Sender<()>),
 }
 
 /// Pending commands that wake the GPU thread to record ahead (recording costs ~2-3 us per
@@ -388,6 +391,20 @@ pub static GPU_TIMING: AtomicBool = AtomicBool::new(false);
 /// end of each command buffer. A timestamp waits for the work before it, so per-command ones
 /// serialise the dispatches they sit between: the per-batch mode measures without that.
 pub static GPU_TIMING_PER_COMMAND: AtomicBool = AtomicBool::new(true);
+
+/// Turns GPU timing on or off (`Nx.Vulkan.set_gpu_timing/1`) for the commands queued from now on:
+/// every device's GPU thread first records what is already pending under the old setting (the
+/// setting is read when a command is recorded, which may be well after it was queued).
+pub fn set_gpu_timing(on: bool, per_command: bool) -> Result<()> {
+    for q in QUEUES.iter().filter_map(OnceCell::get) {
+        let (tx, rx) = bounded(1);
+        q.control.send(Control::Record(tx)).map_err(|_| stopped())?;
+        await_reply(&rx, spin_budget())?;
+    }
+    GPU_TIMING_PER_COMMAND.store(per_command, Ordering::Relaxed);
+    GPU_TIMING.store(on, Ordering::Relaxed);
+    Ok(())
+}
 
 /// The timestamps a command buffer opened now gets: None (timing off), or whether one follows
 /// every command (read once, so a batch and the check against it agree).
@@ -615,6 +632,10 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
                 let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 crate::events::flush(reason, commands, started.elapsed().as_micros() as u64);
+            }
+            Control::Record(reply) => {
+                recorder.drain(pending);
+                let _ = reply.send(());
             }
             Control::Throttle(reply) => {
                 let started = Instant::now();
@@ -1056,8 +1077,13 @@ unsafe fn record_dispatch_tracked(
 
 /// The buffer a replay binds in place of the captured `buffer` (itself when it is an intermediate).
 pub fn substitute<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], buffer: &'r Subbuffer<[u8]>) -> &'r Subbuffer<[u8]> {
-    let h = handle(buffer);
-    substitutes.iter().find(|(k, _)| *k == h).map_or(buffer, |(_, s)| s)
+    substitute_bound(substitutes, (buffer, handle(buffer))).0
+}
+
+/// `substitute` for a binding whose handle is known (a dispatch's `bound()`), with the handle of
+/// what is bound in its place.
+fn substitute_bound<'r>(substitutes: &[(u64, &'r Subbuffer<[u8]>)], (buffer, h): (&'r Subbuffer<[u8]>, u64)) -> (&'r Subbuffer<[u8]>, u64) {
+    substitutes.iter().find(|(k, _)| *k == h).map_or((buffer, h), |&(_, s)| (s, handle(s)))
 }
 
 /// A command buffer being recorded, from the context's allocator.
@@ -1381,13 +1407,7 @@ impl Recorder {
             match command {
                 Command::Dispatch(d) => {
                     let batch = self.batch()?;
-                    let bindings: SmallVec<[_; 4]> = d
-                        .bound()
-                        .map(|(b, h)| match substitutes.iter().find(|(k, _)| *k == h) {
-                            Some((_, s)) => (*s, handle(s)),
-                            None => (b, h),
-                        })
-                        .collect();
+                    let bindings: SmallVec<[_; 4]> = d.bound().map(|b| substitute_bound(&substitutes, b)).collect();
                     unsafe {
                         record_dispatch_tracked(&mut batch.cb, &mut batch.hazards, &mut batch.bound_pipeline, d, &bindings)?
                     };
