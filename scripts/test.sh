@@ -47,7 +47,7 @@ for run in "${runs[@]}"; do
   idle=$([ "$cap" = 64 ] && echo 2 || echo "")
   radix=$([ "$cap" = 4 ] && echo 0 || echo "")
   echo "=== NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=${per:-default} NXV_WORKGROUP_SIZE=${wg:-default} NXV_SUBMIT_COMMANDS=${sub:-default} NXV_SUBMIT_IDLE=${idle:-default} NXV_RADIX_SORT=${radix:-default} mix test --warnings-as-errors --seed $seed"
-  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub NXV_SUBMIT_IDLE=$idle NXV_RADIX_SORT=$radix mix test --warnings-as-errors --seed "$seed" "$@" 2>&1 | tee "$logs/cap$cap"; then
+  if ! NXV_BATCH_MAX=$cap NXV_ELEMENTS_PER_INVOCATION=$per NXV_WORKGROUP_SIZE=$wg NXV_SUBMIT_COMMANDS=$sub NXV_SUBMIT_IDLE=$idle NXV_RADIX_SORT=$radix mix test --warnings-as-errors --seed "$seed" "$@" 2>&1 | tee "$logs/cap${cap}_seed$seed"; then
     failed+=("cap $cap seed $seed")
   fi
 done
@@ -55,11 +55,12 @@ done
 if [ ${#failed[@]} -gt 0 ]; then
   # Each failure's heading and its first lines (the assertion, the values), run by run.
   for run in "${runs[@]}"; do
-    cap=${run%%:*}
-    awk -v cap="$cap" '
-      /^  [0-9]+\) (test|doctest) / { shown = 0; print "--- cap " cap ":" }
-      /^  [0-9]+\) (test|doctest) /, /^$/ { if (shown++ < 24) print }
-    ' "$logs/cap$cap" | head -c 6000
+    cap=${run%%:*}; seed=${run##*:}
+    [ -f "$logs/cap${cap}_seed$seed" ] || continue
+    awk -v run="cap $cap seed $seed" '
+      /^  [0-9]+\) / { shown = 0; print "--- " run ":" }
+      /^  [0-9]+\) /, /^$/ { if (shown++ < 24) print }
+    ' "$logs/cap${cap}_seed$seed" | head -c 6000
   done
   echo "FAILED: ${failed[*]}"
   exit 1
