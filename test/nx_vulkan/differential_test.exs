@@ -713,7 +713,6 @@ defmodule Nx.Vulkan.DifferentialTest do
   for type <- [:c64, :c128] do
     # Each of its ~30 checks builds pipelines of the complex kernels (one per op) on first use,
     # and again through the compiler: on a 2-core lavapipe host that is most of a minute.
-    @tag timeout: 600_000
     test "complex reductions, linear algebra and functions, #{type}" do
       type = unquote(type)
       tol = complex_tol(type)

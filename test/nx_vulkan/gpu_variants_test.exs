@@ -11,7 +11,6 @@
 defmodule Nx.Vulkan.GpuVariantsTest do
   use ExUnit.Case, async: true
   @moduletag :subprocess
-  @moduletag timeout: 600_000
 
   # The second run sorts long rows by the bitonic network (NXV_RADIX_SORT=0): a 70_000-element
   # row takes 26 dispatches that way, 12 by radix.

@@ -57,7 +57,6 @@ defmodule Nx.Vulkan.ReduceDotTest do
 
     # On GPUs long columns split their rows into chunks (partials in the accumulator type, then a
     # second pass); the last chunk is partial, and f16 sums partials in f32, f32 in f64.
-    @tag timeout: 600_000
     test "long column reductions, every accumulator path" do
       base = random({4099, 70}, :f32, 3.0, 33)
 
@@ -264,7 +263,6 @@ defmodule Nx.Vulkan.ReduceDotTest do
 
     # Few output tiles over a long K (as the large MNIST step's 512x2048x10 and its transposed
     # forms): GPUs split K into chunks, multiply them as a batch and sum the partials.
-    @tag timeout: 600_000
     test "skinny GEMMs with a long contraction (split-K on GPUs), f32 and s32" do
       tol = if Nx.Vulkan.stats().precise_dot, do: [rtol: 1.0e-6], else: [rtol: 1.0e-5, atol: 1.0e-3]
 
@@ -371,7 +369,6 @@ defmodule Nx.Vulkan.VectorGemmTest do
 
   # Past 2^24 outputs on the vector kernel (ragged M), and M past the 8-row blocks the device's
   # grid holds (65535 x 8), which takes gemm_rows.comp: exact integer sums, sampled positions.
-  @tag timeout: 600_000
   test "past 2^24 outputs, and more rows than the vector kernel's grid holds" do
     cpu? = Nx.Vulkan.Device.info().type == :cpu
 
@@ -689,7 +686,6 @@ defmodule Nx.Vulkan.ImplicitConvTest do
 
   # Past 2^24 outputs (17.1 M, 68 MB, under lavapipe's 128 MiB binding): integer-valued
   # operands, so the implicit kernel and the im2col path must agree bit for bit.
-  @tag timeout: 600_000
   test "over 2^24 outputs, padded and strided, the same as im2col" do
     x = random({1, 2, 730, 730}, :f32, 4.0, 96) |> Nx.round()
     k = random({32, 2, 2, 2}, :f32, 4.0, 97) |> Nx.round()
