@@ -7,6 +7,10 @@
 # Sections, in the order given (default: mnist host kernels suite):
 #   mnist    the seed's MNIST step at the default cap, at cap 16, with count-based submission off
 #            and again at the default, then PyTorch/JAX; the large step and its peers
+#   mnist_short  the seed's step at the default cap and at cap 16, then PyTorch/JAX
+#   mnist_large  the large step and its peers
+#            (`host mnist_short kernels slice mnist_large` after the warm-up: ~125 s on an H100,
+#            2026-12-06, for a session with little device time left)
 #   host     bench/host_overhead.exs (both steady passes)
 #   slice    bench/dynamic_slice_loop.exs and its peers
 #   kernels  bench/kernels.exs and PyTorch's table, joined (bench/kernels_table.py)
@@ -52,6 +56,15 @@ for section in "${@:-mnist host kernels suite}"; do
         mnist_row submit_commands_off "" NXV_SUBMIT_COMMANDS=0
         mnist_row default_again "" NXV_X=1
         peers
+        mnist_row large "--batch 512 --hidden 2048" NXV_X=1
+        peers --batch 512 --hidden 2048
+        ;;
+      mnist_short)
+        mnist_row default "" NXV_X=1
+        mnist_row cap16 "" NXV_BATCH_MAX=16
+        peers
+        ;;
+      mnist_large)
         mnist_row large "--batch 512 --hidden 2048" NXV_X=1
         peers --batch 512 --hidden 2048
         ;;
