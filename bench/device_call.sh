@@ -42,6 +42,16 @@ peers() { # args
   cat "$o/p.txt" >> "$o/mnist.txt"
 }
 
+seed_rows() { # the seed's step at the default cap and at cap 16
+  mnist_row default "" NXV_X=1
+  mnist_row cap16 "" NXV_BATCH_MAX=16
+}
+
+large_step() { # batch 512, hidden 2048, and its peers
+  mnist_row large "--batch 512 --hidden 2048" NXV_X=1
+  peers --batch 512 --hidden 2048
+}
+
 if [ "${NXV_WARMUP:-1}" != 0 ]; then
   el warmup
   timeout 150 elixir bench/kernels.exs > /dev/null 2>&1
@@ -51,22 +61,18 @@ for section in "${@:-mnist host kernels suite}"; do
   for s in $section; do
     case $s in
       mnist)
-        mnist_row default "" NXV_X=1
-        mnist_row cap16 "" NXV_BATCH_MAX=16
+        seed_rows
         mnist_row submit_commands_off "" NXV_SUBMIT_COMMANDS=0
         mnist_row default_again "" NXV_X=1
         peers
-        mnist_row large "--batch 512 --hidden 2048" NXV_X=1
-        peers --batch 512 --hidden 2048
+        large_step
         ;;
       mnist_short)
-        mnist_row default "" NXV_X=1
-        mnist_row cap16 "" NXV_BATCH_MAX=16
+        seed_rows
         peers
         ;;
       mnist_large)
-        mnist_row large "--batch 512 --hidden 2048" NXV_X=1
-        peers --batch 512 --hidden 2048
+        large_step
         ;;
       host)
         el host_overhead
