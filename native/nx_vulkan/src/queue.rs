@@ -288,15 +288,14 @@ pub const HOST_SYNC_NAMES: [Option<&str>; FLUSH_REASONS] = [
 enum Control {
     /// Record what is pending into the open command buffer (submitting it whenever it reaches
     /// the cap): sent every RECORD_AHEAD commands, so recording overlaps the BEAM's next ops.
-    Drain,
+    /// With a reply, answer once recorded (no submission): a setting that applies to the commands
+    /// queued after it waits for this (set_gpu_timing).
+    Drain(Option<Sender<()>>),
     /// Record what is pending, submit, wait, and reply with the first error since the last flush.
     Flush(FlushReason, Sender<Result<()>>),
     /// Record what is pending, then submit and retire the oldest submissions until the queue is
     /// back within its bound; reply when it is.
     Throttle(Sender<()>),
-    /// Record what is pending into the open command buffer and reply (no submission): a setting
-    /// that applies to the commands queued after it waits for this (set_gpu_timing).
-    Record(Sender<()>),
 }
 
 /// Pending commands that wake the GPU thread to record ahead (recording costs ~2-3 us per
@@ -398,7 +397,7 @@ pub static GPU_TIMING_PER_COMMAND: AtomicBool = AtomicBool::new(true);
 pub fn set_gpu_timing(on: bool, per_command: bool) -> Result<()> {
     for q in QUEUES.iter().filter_map(OnceCell::get) {
         let (tx, rx) = bounded(1);
-        q.control.send(Control::Record(tx)).map_err(|_| stopped())?;
+        q.control.send(Control::Drain(Some(tx))).map_err(|_| stopped())?;
         await_reply(&rx, spin_budget())?;
     }
     GPU_TIMING_PER_COMMAND.store(per_command, Ordering::Relaxed);
@@ -581,7 +580,7 @@ pub fn record(command: Command) -> Result<()> {
     if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(RECORD_AHEAD) {
         q.sent.drain_asked_at.store(sent, Ordering::Relaxed);
         if !q.drain_requested.swap(true, Ordering::AcqRel) {
-            q.control.send(Control::Drain).map_err(|_| stopped())?;
+            q.control.send(Control::Drain(None)).map_err(|_| stopped())?;
         }
     }
     Ok(())
@@ -618,7 +617,12 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
     while let Some(message) = next_message(&control, &mut recorder) {
         let _inside = crate::exit_guard::enter();
         match message {
-            Control::Drain => recorder.drain(pending),
+            Control::Drain(reply) => {
+                recorder.drain(pending);
+                if let Some(reply) = reply {
+                    let _ = reply.send(());
+                }
+            }
             Control::Flush(reason, reply) => {
                 let started = Instant::now();
                 let recorded = stats().recorded.load(Ordering::Relaxed);
@@ -632,10 +636,6 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
                 let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 crate::events::flush(reason, commands, started.elapsed().as_micros() as u64);
-            }
-            Control::Record(reply) => {
-                recorder.drain(pending);
-                let _ = reply.send(());
             }
             Control::Throttle(reply) => {
                 let started = Instant::now();
