@@ -8,7 +8,10 @@
 //! four rounds). ash 0.38 predates VK_NV_cooperative_matrix2 and VK_KHR_shader_bfloat16, so
 //! their feature structures are declared here.
 use ash::vk;
-use std::ffi::{c_void, CStr};
+#[path = "../../vk_probe_common.rs"]
+mod common;
+use common::{name, pick_device, storage_bindings};
+use std::ffi::c_void;
 
 /// VkPhysicalDeviceCooperativeMatrix2FeaturesNV: workgroup scope, flexible dimensions,
 /// reductions, conversions, per-element operations, tensor addressing, block loads.
@@ -30,10 +33,6 @@ struct Bf16Features {
 const COOPMAT2_FEATURES: i32 = 1000593000;
 const BF16_FEATURES: i32 = 1000141000;
 const REPS: u32 = 20;
-
-fn name(raw: &[std::ffi::c_char]) -> String {
-    unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
-}
 
 fn compile(defines: &[(&str, Option<&str>)]) -> Vec<u32> {
     let source = glslang::ShaderSource::from(include_str!("../gemm_cm2.comp"));
@@ -78,10 +77,7 @@ unsafe fn run(spirv: &[u32], [m, n, k]: [u32; 3], [bm, bn]: [u32; 2], threads: u
     let entry = ash::Entry::load().expect("a Vulkan loader");
     let app = vk::ApplicationInfo::default().api_version(vk::make_api_version(0, 1, 3, 0));
     let instance = entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None).unwrap();
-    let devices = instance.enumerate_physical_devices().unwrap();
-    let is_nvidia = |p: &vk::PhysicalDevice| name(&instance.get_physical_device_properties(*p).device_name).contains("NVIDIA");
-    let pd = *devices.iter().find(|p| is_nvidia(p)).unwrap_or(&devices[0]);
-    let props = instance.get_physical_device_properties(pd);
+    let (pd, props, family) = pick_device(&instance);
     println!("device {}, {threads} threads, {bm}x{bn} blocks", name(&props.device_name));
     let extensions: Vec<String> =
         instance.enumerate_device_extension_properties(pd).unwrap().iter().map(|e| name(&e.extension_name)).collect();
@@ -93,11 +89,6 @@ unsafe fn run(spirv: &[u32], [m, n, k]: [u32; 3], [bm, bn]: [u32; 2], threads: u
     let mut query = vk::PhysicalDeviceFeatures2 { p_next: &mut bf16 as *mut _ as *mut c_void, ..Default::default() };
     instance.get_physical_device_features2(pd, &mut query);
     println!("cooperative matrix 2 features {:?}, bf16 features {:?}", coopmat2.features, bf16.features);
-    let family = instance
-        .get_physical_device_queue_family_properties(pd)
-        .iter()
-        .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
-        .unwrap() as u32;
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut names = vec![c"VK_KHR_cooperative_matrix".as_ptr(), c"VK_NV_cooperative_matrix2".as_ptr(), c"VK_KHR_shader_bfloat16".as_ptr()];
@@ -146,15 +137,7 @@ unsafe fn run(spirv: &[u32], [m, n, k]: [u32; 3], [bm, bn]: [u32; 2], threads: u
     let (readback, readback_mem) = buffer(16, true);
 
     let module = device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(spirv), None).unwrap();
-    let bindings: Vec<_> = (0..3)
-        .map(|i| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(i)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        })
-        .collect();
+    let bindings = storage_bindings(3);
     let set_layouts = [device.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None).unwrap()];
     let push = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).size(16)];
     let layout = device.create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&push), None).unwrap();
