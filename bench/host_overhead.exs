@@ -93,14 +93,20 @@ steady = fn name, f ->
   )
 end
 
+# Per command: all of the GPU thread's recording, of it the opening of command buffers, and
+# (with NXV_PROFILE_RECORDING=1, else 0) the driver's calls for dispatches and barriers.
 recording = fn s0, s1 ->
-  Float.round((s1.record_ns - s0.record_ns) / max(s1.recorded - s0.recorded, 1) / 1000, 2)
+  per = fn key -> Float.round((s1[key] - s0[key]) / max(s1.recorded - s0.recorded, 1) / 1000, 2) end
+
+  "#{per.(:record_ns)} us/command (opening command buffers #{per.(:record_begin_ns)}, " <>
+    "the driver's dispatch calls #{per.(:record_driver_ns)}; " <>
+    "#{Float.round((s1.recorded - s0.recorded) / max(s1.submissions - s0.submissions, 1), 1)} commands a submission)"
 end
 
 IO.puts("steady state:")
 s0 = Nx.Vulkan.stats()
 for {name, f} <- ops, do: steady.(name, f)
-IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())} us/command")
+IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())}")
 
 # The same at the cap the application started with (64 unless NXV_BATCH_MAX says otherwise),
 # submissions going out as the ops come (the cap, NXV_SUBMIT_COMMANDS): what a training loop
@@ -110,4 +116,4 @@ Nx.Vulkan.set_batch_max(start_cap)
 IO.puts("steady state at cap #{start_cap}, submitting as it goes:")
 s0 = Nx.Vulkan.stats()
 for {name, f} <- ops, do: steady.(name, f)
-IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())} us/command")
+IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())}")

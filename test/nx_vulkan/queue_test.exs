@@ -117,6 +117,18 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_flush.submissions == before.submissions + 1
   end
 
+  test "recording time counts opening command buffers; the driver's share only when profiled" do
+    before = Nx.Vulkan.stats()
+    _ = Nx.add(random({8}), random({8}))
+    assert Nx.Vulkan.flush() == :ok
+    s = Nx.Vulkan.stats()
+    assert s.record_ns > before.record_ns
+    assert s.record_begin_ns > before.record_begin_ns
+    assert s.record_begin_ns - before.record_begin_ns <= s.record_ns - before.record_ns
+    # NXV_PROFILE_RECORDING is not set in the test command's runs.
+    assert s.record_driver_ns == 0
+  end
+
   test "the cap bounds every command buffer and triggers submissions on its own" do
     Nx.Vulkan.set_batch_max(4)
     Nx.Vulkan.flush()

@@ -40,6 +40,9 @@ enum Variant {
     BoundSet,
     /// The three buffers' device addresses and the size in 32 B of push constants: no descriptors.
     Addresses,
+    /// The NIF's recording in command buffers of this many dispatches, each allocated, begun and
+    /// ended on the way (as the NIF's early submission does).
+    Batches(u32),
 }
 
 impl Variant {
@@ -54,6 +57,7 @@ impl Variant {
             Variant::PushDescriptorsRebind => "NIF's + a pipeline bind each".into(),
             Variant::BoundSet => "bound descriptor set + 128 B".into(),
             Variant::Addresses => "device addresses in 32 B".into(),
+            Variant::Batches(k) => format!("NIF's, a command buffer every {k}"),
         }
     }
 }
@@ -156,7 +160,6 @@ unsafe fn run(dispatches: u32) {
     device.update_descriptor_sets(&set_writes, &[]);
 
     let commands = device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None).unwrap();
-    let cb = device.allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(commands).command_buffer_count(1)).unwrap()[0];
     let fence = device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap();
     let barrier = [vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
     let compute = vk::PipelineStageFlags::COMPUTE_SHADER;
@@ -172,37 +175,61 @@ unsafe fn run(dispatches: u32) {
         Variant::PushDescriptorsRebind,
         Variant::BoundSet,
         Variant::Addresses,
+        Variant::Batches(16),
+        Variant::Batches(64),
     ];
+    // What a clock read costs on this host (the NIF times its recording with two a command).
+    let reads = 1_000_000;
+    let started = Instant::now();
+    let last = (0..reads).fold(started, |_, _| std::hint::black_box(Instant::now()));
+    println!("Instant::now: {:.1} ns a read", (last - started).as_nanos() as f64 / reads as f64);
     println!("| per dispatch | recording, ns | vkEndCommandBuffer, ns | GPU wall, ns |");
     println!("|---|---|---|---|");
     for variant in variants {
         let mut rounds = Vec::new();
         for _ in 0..ROUNDS {
             device.reset_command_pool(commands, vk::CommandPoolResetFlags::empty()).unwrap();
-            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-            device.begin_command_buffer(cb, &begin).unwrap();
             let (first, layout) = match variant {
                 Variant::Bare | Variant::Constants(_) => (bare, bare_layout),
                 Variant::BoundSet => (plain, plain_layout),
                 Variant::Addresses => (address, bare_layout),
                 _ => (pushed[0], push_layout),
             };
-            device.cmd_bind_pipeline(cb, bind_point, first);
-            // Every variant's constants defined before the loop (a dispatch reading constants
-            // never pushed is undefined: lavapipe crashes), so the bare one pushes none in it.
             let mut constants = [0u32; (PUSH_BYTES / 4) as usize];
             constants[0] = 64;
-            let all = std::slice::from_raw_parts(constants.as_ptr() as *const u8, PUSH_BYTES as usize);
-            device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, all);
+            // A command buffer allocated and begun, its pipeline bound and every variant's
+            // constants defined (a dispatch reading constants never pushed is undefined:
+            // lavapipe crashes), so the bare variant pushes none in the loop.
+            let open = |constants: &[u32]| {
+                let info = vk::CommandBufferAllocateInfo::default().command_pool(commands).command_buffer_count(1);
+                let cb = device.allocate_command_buffers(&info).unwrap()[0];
+                let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+                device.begin_command_buffer(cb, &begin).unwrap();
+                device.cmd_bind_pipeline(cb, bind_point, first);
+                let all = std::slice::from_raw_parts(constants.as_ptr() as *const u8, PUSH_BYTES as usize);
+                device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, all);
+                cb
+            };
+            let mut cbs = vec![open(&constants)];
+            let per_buffer = if let Variant::Batches(k) = variant { k } else { u32::MAX };
             let started = Instant::now();
             for i in 0..dispatches {
+                if i > 0 && i % per_buffer == 0 {
+                    // What the NIF's early submission does: a new command buffer every k commands.
+                    device.end_command_buffer(*cbs.last().unwrap()).unwrap();
+                    cbs.push(open(&constants));
+                }
+                let cb = *cbs.last().unwrap();
                 // The size changes from one dispatch to the next, as the NIF's do.
                 constants[0] = 64 - (i & 1);
                 let bytes = |n: u32| std::slice::from_raw_parts(constants.as_ptr() as *const u8, n as usize);
                 match variant {
                     Variant::Bare => {}
                     Variant::Constants(n) => device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, bytes(n)),
-                    Variant::PushDescriptors(_) | Variant::PushDescriptorsBarrier | Variant::PushDescriptorsRebind => {
+                    Variant::PushDescriptors(_)
+                    | Variant::PushDescriptorsBarrier
+                    | Variant::PushDescriptorsRebind
+                    | Variant::Batches(_) => {
                         let n = if let Variant::PushDescriptors(n) = variant { n } else { PUSH_BYTES };
                         if variant == Variant::PushDescriptorsBarrier {
                             device.cmd_pipeline_barrier(cb, compute, compute, vk::DependencyFlags::empty(), &barrier, &[], &[]);
@@ -232,13 +259,14 @@ unsafe fn run(dispatches: u32) {
             }
             let recorded = started.elapsed();
             let ending = Instant::now();
-            device.end_command_buffer(cb).unwrap();
+            device.end_command_buffer(*cbs.last().unwrap()).unwrap();
             let ended = ending.elapsed();
             let submitted = Instant::now();
-            device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&[cb])], fence).unwrap();
+            device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], fence).unwrap();
             device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
             let ran = submitted.elapsed();
             device.reset_fences(&[fence]).unwrap();
+            device.free_command_buffers(commands, &cbs);
             rounds.push([recorded, ended, ran]);
         }
         let per = |k: usize, pick: fn(&mut Vec<Duration>) -> Duration| {

@@ -328,6 +328,8 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("flushes", flushes),
             ("host_syncs", host_syncs),
             ("record_ns", load(&stats.record_ns)),
+            ("record_begin_ns", load(&stats.record_begin_ns)),
+            ("record_driver_ns", load(&stats.record_driver_ns)),
             ("submit_ns", load(&stats.submit_ns)),
             ("wait_ns", load(&stats.wait_ns)),
             ("gpu_ns", load(&stats.gpu_ns)),

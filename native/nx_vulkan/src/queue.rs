@@ -439,6 +439,11 @@ pub struct Stats {
     pub host_syncs: [AtomicU64; FLUSH_REASONS],
     /// Nanoseconds the GPU thread spent recording, ending + submitting, and waiting on fences.
     pub record_ns: AtomicU64,
+    /// Of record_ns: opening command buffers (allocation, begin, the leading barrier).
+    pub record_begin_ns: AtomicU64,
+    /// Of record_ns: the driver's calls that record dispatches and their barriers, measured only
+    /// with NXV_PROFILE_RECORDING=1 (two more clock reads a command).
+    pub record_driver_ns: AtomicU64,
     pub submit_ns: AtomicU64,
     pub wait_ns: AtomicU64,
     /// GPU time between the first and last command of each submission (timestamp queries), when
@@ -458,6 +463,8 @@ impl Stats {
             flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
             host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
             record_ns: AtomicU64::new(0),
+            record_begin_ns: AtomicU64::new(0),
+            record_driver_ns: AtomicU64::new(0),
             submit_ns: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
             gpu_ns: AtomicU64::new(0),
@@ -969,6 +976,9 @@ unsafe fn record_dispatch(
     }
 }
 
+/// NXV_PROFILE_RECORDING=1 (read once): time the driver's share of recording (record_driver_ns).
+static PROFILE_RECORDING: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_PROFILE_RECORDING") == Some(true));
+
 /// A global memory barrier between compute/transfer writes and later compute/transfer accesses.
 unsafe fn record_compute_barrier(cb: vk::CommandBuffer, pipeline: &ComputePipeline) {
     let stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
@@ -1065,12 +1075,19 @@ unsafe fn record_dispatch_tracked(
     let (reads, writes) = bindings.split_at(bindings.len() - d.writes);
     let reads: SmallVec<[u64; 4]> = reads.iter().map(|b| b.1).collect();
     let writes: SmallVec<[u64; 2]> = writes.iter().map(|b| b.1).collect();
+    let barrier = hazards.needs_barrier(&reads, &writes);
+    let started = PROFILE_RECORDING.then(Instant::now);
     unsafe {
-        if hazards.needs_barrier(&reads, &writes) {
+        if barrier {
             record_compute_barrier(cb.handle(), created);
-            stats().barriers.fetch_add(1, Ordering::Relaxed);
         }
         record_dispatch(cb.handle(), d, bindings, created, bound);
+    }
+    if let Some(started) = started {
+        stats().record_driver_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    if barrier {
+        stats().barriers.fetch_add(1, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -1342,6 +1359,7 @@ impl Recorder {
         // Order this command buffer after whatever earlier submissions wrote: a barrier applies
         // to all prior commands on the queue, and one may still be running.
         unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
+        stats().record_begin_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
