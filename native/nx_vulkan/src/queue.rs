@@ -729,6 +729,9 @@ struct Recorder {
     free_timestamps: Vec<Arc<QueryPool>>,
     /// The list `drain` swaps into the pending one (empty between drains; see `Pending`).
     taken: Vec<Queued>,
+    /// The last submitted batch's hazard sets, emptied, for the next batch: grown once, not
+    /// rehashed from empty in every command buffer.
+    spare_hazards: Hazards,
 }
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
@@ -897,6 +900,12 @@ struct Hazards {
 }
 
 impl Hazards {
+    /// Forgets every access (a barrier was recorded, or the batch went), keeping the capacity.
+    fn clear(&mut self) {
+        self.written.clear();
+        self.read.clear();
+    }
+
     /// Whether a command reading `reads` and writing `writes` touches what was written since the
     /// last barrier, or writes what was read since then.
     fn conflicts(&self, reads: &[u64], writes: &[u64]) -> bool {
@@ -909,8 +918,7 @@ impl Hazards {
     fn needs_barrier(&mut self, reads: &[u64], writes: &[u64]) -> bool {
         let hazard = self.conflicts(reads, writes);
         if hazard {
-            self.written.clear();
-            self.read.clear();
+            self.clear();
         }
         self.read.extend(reads.iter().copied());
         self.written.extend(writes.iter().copied());
@@ -1149,7 +1157,7 @@ unsafe fn record_replay(batch: &mut OpenBatch, replay: &Replay) -> Result<()> {
         batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
         (fns.v1_0.cmd_execute_commands)(batch.cb.handle(), 1, &secondary.handle());
         batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-        batch.hazards = Hazards::default();
+        batch.hazards.clear();
         stats().barriers.fetch_add(2, Ordering::Relaxed);
         // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
         batch.bound_pipeline = vk::Pipeline::null();
@@ -1363,7 +1371,7 @@ impl Recorder {
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
-            hazards: Hazards::default(),
+            hazards: std::mem::take(&mut self.spare_hazards),
             timestamps,
             per_command: mode.unwrap_or(false),
             recording_ns: started.elapsed().as_nanos() as u64,
@@ -1554,6 +1562,8 @@ impl Recorder {
         if let Some(mut batch) = self.open.take() {
             let c = ctx()?;
             let started = Instant::now();
+            self.spare_hazards = std::mem::take(&mut batch.hazards);
+            self.spare_hazards.clear();
             unsafe {
                 if let Some(pool) = batch.timestamps.as_ref().filter(|_| !batch.per_command) {
                     batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
