@@ -12,6 +12,10 @@
 #            (`host mnist_short kernels slice mnist_large` after the warm-up: ~125 s on an H100,
 #            2026-12-06, for a session with little device time left)
 #   host     bench/host_overhead.exs (both steady passes)
+#   record   where the GPU thread's recording goes: bench/record_probe (the driver alone, call by
+#            call; build it here first and carry bench/record_probe/target/release/record_probe),
+#            then bench/host_overhead.exs with NXV_PROFILE_RECORDING=1 (opening command buffers
+#            and the driver's share of the NIF's recording), and again with NXV_REORDER=0
 #   slice    bench/dynamic_slice_loop.exs and its peers
 #   kernels  bench/kernels.exs and PyTorch's table, joined (bench/kernels_table.py)
 #   suite    bench/gpu_suite.exs (the device-independent suites; > 240 s on the H200)
@@ -78,6 +82,15 @@ for section in "${@:-mnist host kernels suite}"; do
         el host_overhead
         timeout 90 elixir bench/host_overhead.exs > "$o/host.txt" 2>&1
         grep -A9 "^steady state" "$o/host.txt"
+        ;;
+      record)
+        el record
+        probe=bench/record_probe/target/release/record_probe
+        if [ -x "$probe" ]; then "$probe" 2000 | tee "$o/record.txt"; else echo "no $probe: build it and carry it"; fi
+        for env in NXV_PROFILE_RECORDING=1 "NXV_PROFILE_RECORDING=1 NXV_REORDER=0"; do
+          echo "### $env" | tee -a "$o/record.txt"
+          env $env timeout 90 elixir bench/host_overhead.exs 2>&1 | tee -a "$o/record.txt" | grep -A9 "^steady state"
+        done
         ;;
       slice)
         el dynamic_slice

@@ -100,7 +100,7 @@ recording = fn s0, s1 ->
 
   "#{per.(:record_ns)} us/command (opening command buffers #{per.(:record_begin_ns)}, " <>
     "the driver's dispatch calls #{per.(:record_driver_ns)}; " <>
-    "#{Float.round((s1.recorded - s0.recorded) / max(s1.submissions - s0.submissions, 1), 1)} commands a submission)"
+    "#{round((s1.recorded - s0.recorded) / max(s1.submissions - s0.submissions, 1))} commands a submission)"
 end
 
 IO.puts("steady state:")
