@@ -1367,14 +1367,15 @@ impl Recorder {
         // Order this command buffer after whatever earlier submissions wrote: a barrier applies
         // to all prior commands on the queue, and one may still be running.
         unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
-        stats().record_begin_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let opened_ns = started.elapsed().as_nanos() as u64;
+        stats().record_begin_ns.fetch_add(opened_ns, Ordering::Relaxed);
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
             hazards: std::mem::take(&mut self.spare_hazards),
             timestamps,
             per_command: mode.unwrap_or(false),
-            recording_ns: started.elapsed().as_nanos() as u64,
+            recording_ns: opened_ns,
             written_bytes: 0,
             bound_pipeline: vk::Pipeline::null(),
         })
