@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 5;
 const PUSH_BYTES: u32 = 128;
+/// Sets of three buffers `ManyBuffers` binds in turn (the first is every other variant's).
+const SETS: usize = 16;
 const BOUND: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bound.spv"));
 const BARE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bare.spv"));
 const ADDRESS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/address.spv"));
@@ -41,8 +43,16 @@ enum Variant {
     /// The three buffers' device addresses and the size in 32 B of push constants: no descriptors.
     Addresses,
     /// The NIF's recording in command buffers of this many dispatches, each allocated, begun and
-    /// ended on the way (as the NIF's early submission does).
+    /// ended on the way.
     Batches(u32),
+    /// As `Batches`, the command buffers allocated before the round (vulkano's allocator hands
+    /// out command buffers of a pool it resets once all of them are back, as the round's start
+    /// does here), and with (`true`) or without each one opened by a full barrier; every one
+    /// closed by a barrier to the host (the NIF's command buffers, opened with and without).
+    Reused(u32, bool),
+    /// The NIF's recording over 16 sets of three buffers in turn (the NIF's outputs come from a
+    /// pool of many buffers; the other variants bind the same three every time).
+    ManyBuffers,
 }
 
 impl Variant {
@@ -58,6 +68,11 @@ impl Variant {
             Variant::BoundSet => "bound descriptor set + 128 B".into(),
             Variant::Addresses => "device addresses in 32 B".into(),
             Variant::Batches(k) => format!("NIF's, a command buffer every {k}"),
+            Variant::ManyBuffers => "NIF's over 16 sets of buffers in turn".into(),
+            Variant::Reused(k, opening) => format!(
+                "NIF's, a reused command buffer every {k}, {} a barrier to the host",
+                if opening { "opened by a full barrier, closed by" } else { "closed by" }
+            ),
         }
     }
 }
@@ -95,9 +110,9 @@ unsafe fn run(dispatches: u32) {
         driver_version(props.vendor_id, props.driver_version)
     );
 
-    // Three small device-local buffers, with addresses.
+    // Small device-local buffers, with addresses: three for every variant, SETS times that for ManyBuffers.
     let memory = instance.get_physical_device_memory_properties(pd);
-    let buffers: Vec<vk::Buffer> = (0..3)
+    let buffers: Vec<vk::Buffer> = (0..3 * SETS)
         .map(|_| {
             let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS;
             let buf = device.create_buffer(&vk::BufferCreateInfo::default().size(4096).usage(usage), None).unwrap();
@@ -146,17 +161,23 @@ unsafe fn run(dispatches: u32) {
 
     let infos: Vec<[vk::DescriptorBufferInfo; 1]> =
         buffers.iter().map(|&b| [vk::DescriptorBufferInfo::default().buffer(b).range(vk::WHOLE_SIZE)]).collect();
-    let writes: Vec<vk::WriteDescriptorSet> = infos
-        .iter()
-        .enumerate()
-        .map(|(i, info)| {
-            vk::WriteDescriptorSet::default().dst_binding(i as u32).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(info)
+    let write_sets: Vec<Vec<vk::WriteDescriptorSet>> = infos
+        .chunks(3)
+        .map(|set| {
+            set.iter()
+                .enumerate()
+                .map(|(i, info)| {
+                    vk::WriteDescriptorSet::default().dst_binding(i as u32).descriptor_type(vk::DescriptorType::STORAGE_BUFFER).buffer_info(info)
+                })
+                .collect()
         })
         .collect();
+    let writes = &write_sets[0];
     let sizes = [vk::DescriptorPoolSize::default().ty(vk::DescriptorType::STORAGE_BUFFER).descriptor_count(3)];
     let pool = device.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes), None).unwrap();
     let set = device.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&plain_set)).unwrap()[0];
     let set_writes: Vec<_> = writes.iter().map(|w| w.dst_set(set)).collect();
+    let addresses = &addresses[..3];
     device.update_descriptor_sets(&set_writes, &[]);
 
     let commands = device.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(family), None).unwrap();
@@ -177,7 +198,25 @@ unsafe fn run(dispatches: u32) {
         Variant::Addresses,
         Variant::Batches(16),
         Variant::Batches(64),
+        Variant::ManyBuffers,
+        Variant::Reused(16, true),
+        Variant::Reused(16, false),
+        Variant::Reused(64, true),
+        Variant::Reused(64, false),
     ];
+    // The NIF's barriers around a command buffer: everything earlier before its first command,
+    // its writes to the host after its last.
+    let all_stages = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+    let opening = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE)];
+    let closing = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::HOST_READ)];
+    let spare = {
+        let info = vk::CommandBufferAllocateInfo::default().command_pool(commands).command_buffer_count(dispatches / 16 + 1);
+        device.allocate_command_buffers(&info).unwrap()
+    };
     // What a clock read costs on this host (the NIF times its recording with two a command).
     let reads = 1_000_000;
     let started = Instant::now();
@@ -200,24 +239,40 @@ unsafe fn run(dispatches: u32) {
             // A command buffer allocated and begun, its pipeline bound and every variant's
             // constants defined (a dispatch reading constants never pushed is undefined:
             // lavapipe crashes), so the bare variant pushes none in the loop.
-            let open = |constants: &[u32]| {
-                let info = vk::CommandBufferAllocateInfo::default().command_pool(commands).command_buffer_count(1);
-                let cb = device.allocate_command_buffers(&info).unwrap()[0];
+            let open = |constants: &[u32], n: usize| {
+                let cb = if let Variant::Reused(..) = variant {
+                    spare[n]
+                } else {
+                    let info = vk::CommandBufferAllocateInfo::default().command_pool(commands).command_buffer_count(1);
+                    device.allocate_command_buffers(&info).unwrap()[0]
+                };
                 let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
                 device.begin_command_buffer(cb, &begin).unwrap();
                 device.cmd_bind_pipeline(cb, bind_point, first);
                 let all = std::slice::from_raw_parts(constants.as_ptr() as *const u8, PUSH_BYTES as usize);
                 device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, all);
+                if let Variant::Reused(_, true) = variant {
+                    device.cmd_pipeline_barrier(cb, all_stages, all_stages, vk::DependencyFlags::empty(), &opening, &[], &[]);
+                }
                 cb
             };
-            let mut cbs = vec![open(&constants)];
-            let per_buffer = if let Variant::Batches(k) = variant { k } else { u32::MAX };
+            let close = |cb| {
+                if let Variant::Reused(..) = variant {
+                    device.cmd_pipeline_barrier(cb, all_stages, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &closing, &[], &[]);
+                }
+                device.end_command_buffer(cb).unwrap();
+            };
+            let mut cbs = vec![open(&constants, 0)];
+            let per_buffer = match variant {
+                Variant::Batches(k) | Variant::Reused(k, _) => k,
+                _ => u32::MAX,
+            };
             let started = Instant::now();
             for i in 0..dispatches {
                 if i > 0 && i % per_buffer == 0 {
                     // What the NIF's early submission does: a new command buffer every k commands.
-                    device.end_command_buffer(*cbs.last().unwrap()).unwrap();
-                    cbs.push(open(&constants));
+                    close(*cbs.last().unwrap());
+                    cbs.push(open(&constants, cbs.len()));
                 }
                 let cb = *cbs.last().unwrap();
                 // The size changes from one dispatch to the next, as the NIF's do.
@@ -229,7 +284,9 @@ unsafe fn run(dispatches: u32) {
                     Variant::PushDescriptors(_)
                     | Variant::PushDescriptorsBarrier
                     | Variant::PushDescriptorsRebind
-                    | Variant::Batches(_) => {
+                    | Variant::Batches(_)
+                    | Variant::Reused(..)
+                    | Variant::ManyBuffers => {
                         let n = if let Variant::PushDescriptors(n) = variant { n } else { PUSH_BYTES };
                         if variant == Variant::PushDescriptorsBarrier {
                             device.cmd_pipeline_barrier(cb, compute, compute, vk::DependencyFlags::empty(), &barrier, &[], &[]);
@@ -237,7 +294,8 @@ unsafe fn run(dispatches: u32) {
                         if variant == Variant::PushDescriptorsRebind {
                             device.cmd_bind_pipeline(cb, bind_point, pushed[(i & 1) as usize]);
                         }
-                        push_descriptor.cmd_push_descriptor_set(cb, bind_point, layout, 0, &writes);
+                        let writes = if variant == Variant::ManyBuffers { &write_sets[i as usize % SETS] } else { writes };
+                        push_descriptor.cmd_push_descriptor_set(cb, bind_point, layout, 0, writes);
                         device.cmd_push_constants(cb, layout, vk::ShaderStageFlags::COMPUTE, 0, bytes(n));
                     }
                     Variant::BoundSet => {
@@ -259,14 +317,16 @@ unsafe fn run(dispatches: u32) {
             }
             let recorded = started.elapsed();
             let ending = Instant::now();
-            device.end_command_buffer(*cbs.last().unwrap()).unwrap();
+            close(*cbs.last().unwrap());
             let ended = ending.elapsed();
             let submitted = Instant::now();
             device.queue_submit(queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], fence).unwrap();
             device.wait_for_fences(&[fence], true, u64::MAX).unwrap();
             let ran = submitted.elapsed();
             device.reset_fences(&[fence]).unwrap();
-            device.free_command_buffers(commands, &cbs);
+            if !matches!(variant, Variant::Reused(..)) {
+                device.free_command_buffers(commands, &cbs);
+            }
             rounds.push([recorded, ended, ran]);
         }
         let per = |k: usize, pick: fn(&mut Vec<Duration>) -> Duration| {

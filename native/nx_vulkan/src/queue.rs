@@ -13,9 +13,10 @@
 //! held while the GPU has nothing) and fewer than MAX_IN_FLIGHT submissions are on the GPU, so
 //! the GPU works while the BEAM queues the rest.
 //!
-//! Recording is raw (vulkano's unchecked `RecordingCommandBuffer`) with our own hazard tracking:
-//! a global memory barrier goes in only before a command that reads a buffer written since the
-//! last barrier, or writes one read or written since then; each drain's pending commands are
+//! Recording is raw (vulkano's unchecked `RecordingCommandBuffer`) with our own hazard tracking
+//! over the whole queue (`Hazards`, across command buffers): a global memory barrier goes in only
+//! before a command that reads a buffer written since the last barrier, or writes one read or
+//! written since then; each drain's pending commands are
 //! recorded in dependency order (`by_level`), so independent chains share those barriers.
 //! vulkano's auto builder cost ~5 us of CPU per command on the H200 host (recording plus barrier
 //! analysis at build); this path costs well under one. Commands keep every buffer and pipeline they use alive until their command
@@ -439,7 +440,7 @@ pub struct Stats {
     pub host_syncs: [AtomicU64; FLUSH_REASONS],
     /// Nanoseconds the GPU thread spent recording, ending + submitting, and waiting on fences.
     pub record_ns: AtomicU64,
-    /// Of record_ns: opening command buffers (allocation, begin, the leading barrier).
+    /// Of record_ns: opening command buffers (allocation and begin).
     pub record_begin_ns: AtomicU64,
     /// Of record_ns: the driver's calls that record dispatches and their barriers, measured only
     /// with NXV_PROFILE_RECORDING=1 (two more clock reads a command).
@@ -729,9 +730,9 @@ struct Recorder {
     free_timestamps: Vec<Arc<QueryPool>>,
     /// The list `drain` swaps into the pending one (empty between drains; see `Pending`).
     taken: Vec<Queued>,
-    /// The last submitted batch's hazard sets, emptied, for the next batch: grown once, not
-    /// rehashed from empty in every command buffer.
-    spare_hazards: Hazards,
+    /// The queue's hazards while no batch is open (the last submitted batch's, which the next one
+    /// continues).
+    carried_hazards: Hazards,
 }
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
@@ -828,14 +829,14 @@ static REORDER: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_REORDER
 /// Puts each run of dispatches and copies in `window` (a program or a device loop stays where it
 /// is, and so splits the runs) in order of dependency level, stably: a command goes after every
 /// earlier command of its run that wrote what it reads or touched what it writes, and behind a
-/// barrier (level 1 or more) where it touches what the open command buffer (`hazards`) wrote or
-/// read since its last barrier. Commands of one level are independent of each other, so the
+/// barrier (level 1 or more) where it touches what the queue's commands (`hazards`) wrote or
+/// read since the last barrier. Commands of one level are independent of each other, so the
 /// hazard tracking records the run with one barrier a level instead of one wherever arrival
 /// order alternates between independent chains, and what each command computes is unchanged.
 /// The seed's MNIST step under the Evaluator arrives as 43 commands needing 34 barriers in that
 /// order and 19 levels, and a dependent dispatch costs an NVIDIA GPU ~3.6 us of drain and
 /// relaunch (README, What a dependent dispatch costs).
-fn by_level(window: &mut Vec<Queued>, hazards: Option<&Hazards>) {
+fn by_level(window: &mut Vec<Queued>, hazards: &Hazards) {
     let mut start = 0;
     while start < window.len() {
         let plain = |q: &Queued| matches!(q.command, Command::Dispatch(_) | Command::Copy { .. });
@@ -847,12 +848,12 @@ fn by_level(window: &mut Vec<Queued>, hazards: Option<&Hazards>) {
     }
 }
 
-fn order_run(run: &mut [Queued], hazards: Option<&Hazards>) {
+fn order_run(run: &mut [Queued], hazards: &Hazards) {
     let accesses: SmallVec<[(SmallVec<[u64; 4]>, SmallVec<[u64; 2]>); REORDER_WINDOW]> =
         run.iter().map(|q| q.command.accesses()).collect();
     let mut levels: SmallVec<[usize; REORDER_WINDOW]> = SmallVec::new();
     for (i, (reads, writes)) in accesses.iter().enumerate() {
-        let behind_barrier = hazards.is_some_and(|h| h.conflicts(reads, writes));
+        let behind_barrier = hazards.conflicts(reads, writes);
         let level = (0..i)
             .filter(|&j| {
                 let (earlier_reads, earlier_writes) = &accesses[j];
@@ -892,31 +893,53 @@ fn permute<T>(items: &mut [T], order: &[usize]) {
     }
 }
 
-/// Buffers touched since the last barrier, by handle.
+/// Buffers touched since the last barrier, by handle: on the queue, not in one command buffer. A
+/// barrier's first scope is every command submitted earlier to the queue, so a command buffer
+/// needs no barrier of its own at the start: its first command that depends on an earlier
+/// submission's gets one, as any dependent command does. A full barrier opening every command
+/// buffer made the GPU drain between independent batches: H100, bench/record_probe, one-workgroup
+/// dispatches in command buffers of 16 / 64, 821 / 382 ns of GPU wall a dispatch with it against
+/// 590 / 298 without (its CPU cost was lost in the noise).
 #[derive(Default)]
 struct Hazards {
     written: foldhash::HashSet<u64>,
     read: foldhash::HashSet<u64>,
+    /// Commands whose accesses the sets do not hold ran since the last barrier (a device loop's
+    /// secondary command buffers, or a batch dropped half-recorded on an error, whose barriers
+    /// never ran): the next command needs a barrier whatever it touches.
+    untracked: bool,
 }
 
+/// Buffers the hazard sets hold at most before a barrier empties them: a long stream of
+/// independent commands over ever new buffers would otherwise grow them without end, now that
+/// they outlive command buffers.
+const MAX_TRACKED: usize = 4096;
+
 impl Hazards {
-    /// Forgets every access (a barrier was recorded, or the batch went), keeping the capacity.
+    /// Forgets every access (a barrier was recorded), keeping the capacity.
     fn clear(&mut self) {
         self.written.clear();
         self.read.clear();
+        self.untracked = false;
+    }
+
+    /// Commands the sets cannot follow ran after the last barrier.
+    fn mark_untracked(&mut self) {
+        self.untracked = true;
     }
 
     /// Whether a command reading `reads` and writing `writes` touches what was written since the
     /// last barrier, or writes what was read since then.
     fn conflicts(&self, reads: &[u64], writes: &[u64]) -> bool {
-        reads.iter().any(|r| self.written.contains(r))
+        self.untracked
+            || reads.iter().any(|r| self.written.contains(r))
             || writes.iter().any(|w| self.written.contains(w) || self.read.contains(w))
     }
 
     /// Whether a command reading `reads` and writing `write` needs a barrier first; records its
     /// accesses either way (after clearing them when it does).
     fn needs_barrier(&mut self, reads: &[u64], writes: &[u64]) -> bool {
-        let hazard = self.conflicts(reads, writes);
+        let hazard = self.conflicts(reads, writes) || self.written.len() + self.read.len() >= MAX_TRACKED;
         if hazard {
             self.clear();
         }
@@ -1242,8 +1265,11 @@ impl Recorder {
             .unwrap_or_else(|_| Err(Error::Vulkan("recording or submitting panicked".into())));
         if let Err(e) = result {
             // The open batch may be half recorded: drop it (its commands are lost, and the
-            // error says so at the next flush).
+            // error says so at the next flush). Its hazards held the queue's, and any barrier
+            // it recorded will not run: the next command gets a barrier.
             self.open = None;
+            self.carried_hazards.clear();
+            self.carried_hazards.mark_untracked();
             self.error.get_or_insert(e);
         }
     }
@@ -1273,7 +1299,7 @@ impl Recorder {
                 if *REORDER && window.len() > 1 {
                     // Counted as recording time (what `stats/0`'s record_ns reports per command).
                     let started = Instant::now();
-                    by_level(&mut window, self.open.as_ref().map(|b| &b.hazards));
+                    by_level(&mut window, self.open.as_ref().map_or(&self.carried_hazards, |b| &b.hazards));
                     if let Some(batch) = self.open.as_mut() {
                         batch.recording_ns += started.elapsed().as_nanos() as u64;
                     }
@@ -1364,15 +1390,12 @@ impl Recorder {
         } else {
             None
         };
-        // Order this command buffer after whatever earlier submissions wrote: a barrier applies
-        // to all prior commands on the queue, and one may still be running.
-        unsafe { cb.pipeline_barrier_unchecked(&all_memory_barrier(false)) };
         let opened_ns = started.elapsed().as_nanos() as u64;
         stats().record_begin_ns.fetch_add(opened_ns, Ordering::Relaxed);
         Ok(OpenBatch {
             cb,
             commands: Vec::with_capacity(batch_max().min(1024)),
-            hazards: std::mem::take(&mut self.spare_hazards),
+            hazards: std::mem::take(&mut self.carried_hazards),
             timestamps,
             per_command: mode.unwrap_or(false),
             recording_ns: opened_ns,
@@ -1466,7 +1489,7 @@ impl Recorder {
         let batch = self.batch()?;
         unsafe {
             batch.cb.pipeline_barrier_unchecked(&all_memory_barrier(false));
-            batch.hazards = Hazards::default();
+            batch.hazards.clear();
             record_copies(batch, &initial)?;
         }
         let mut waited = Duration::ZERO;
@@ -1481,7 +1504,10 @@ impl Recorder {
                 let flag = CopyBufferInfo::buffers(l.flag.clone().slice(..4), l.staging.clone().slice(..4));
                 batch.cb.copy_buffer_unchecked(&flag);
             }
-            batch.hazards = Hazards::default();
+            // What the iterations and the condition wrote is not in the sets: the next command
+            // (the next chunk's barrier aside) waits for all of it.
+            batch.hazards.clear();
+            batch.hazards.mark_untracked();
             // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
             batch.bound_pipeline = vk::Pipeline::null();
             stats().barriers.fetch_add(chunk as u64 + 2, Ordering::Relaxed);
@@ -1527,7 +1553,8 @@ impl Recorder {
                 let flag = CopyBufferInfo::buffers(l.flag.clone().slice(..4), l.staging.clone().slice(..4));
                 batch.cb.copy_buffer_unchecked(&flag);
             }
-            batch.hazards = Hazards::default();
+            batch.hazards.clear();
+            batch.hazards.mark_untracked();
             batch.bound_pipeline = vk::Pipeline::null();
             stats().barriers.fetch_add(2, Ordering::Relaxed);
             let started = Instant::now();
@@ -1563,8 +1590,7 @@ impl Recorder {
         if let Some(mut batch) = self.open.take() {
             let c = ctx()?;
             let started = Instant::now();
-            self.spare_hazards = std::mem::take(&mut batch.hazards);
-            self.spare_hazards.clear();
+            self.carried_hazards = std::mem::take(&mut batch.hazards);
             unsafe {
                 if let Some(pool) = batch.timestamps.as_ref().filter(|_| !batch.per_command) {
                     batch.cb.write_timestamp_unchecked(pool, 1, PipelineStage::BottomOfPipe);
