@@ -1,4 +1,5 @@
-# Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised),
+# Host cost per op, without the GPU: records 5000 small ops (no submission: the cap is raised and
+# early submission is off),
 # then flushes once (and, last, the steady state again at the starting cap, submitting as it goes). Prints us per op for Nx's front end alone (a backend that does nothing), for
 # whole backend calls and for the bare NIFs: first with
 # every result kept alive (each op allocates a fresh buffer), then in a steady state where each
@@ -10,6 +11,18 @@ import Bitwise
 Nx.global_default_backend(Nx.Vulkan.Backend)
 start_cap = Nx.Vulkan.batch_max()
 Nx.Vulkan.set_batch_max(100_000)
+# Early submission off as well (on GPUs it sends command buffers of a few commands while the GPU
+# has room: Nx.Vulkan.set_submit_commands/1 and the two beside it), so the first passes record
+# one command buffer per flush and show what a command itself costs to record; the last pass
+# restores it and shows what the command buffers cost beside it.
+%{submit_bytes: start_bytes, submit_commands: start_commands, submit_idle: start_idle} =
+  Nx.Vulkan.stats()
+
+Enum.each(
+  [&Nx.Vulkan.set_submit_bytes/1, &Nx.Vulkan.set_submit_commands/1, &Nx.Vulkan.set_submit_idle/1],
+  & &1.(0)
+)
+
 # The pending queue's bound (4096 commands by default) would make the caller wait for the device
 # inside the timed loop: this measures the host alone.
 Nx.Vulkan.set_pending_limits(commands: 1_000_000, bytes: 1 <<< 40)
@@ -113,7 +126,15 @@ IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())}")
 # sees, with the GPU thread recording small batches beside the caller rather than one batch of
 # thousands of commands.
 Nx.Vulkan.set_batch_max(start_cap)
-IO.puts("steady state at cap #{start_cap}, submitting as it goes:")
+Nx.Vulkan.set_submit_bytes(start_bytes)
+Nx.Vulkan.set_submit_commands(start_commands)
+Nx.Vulkan.set_submit_idle(start_idle)
+
+IO.puts(
+  "steady state at cap #{start_cap}, submitting as it goes (early submission: " <>
+    "#{start_commands} commands, #{start_idle} while the GPU is idle, #{start_bytes} bytes; 0: off):"
+)
+
 s0 = Nx.Vulkan.stats()
 for {name, f} <- ops, do: steady.(name, f)
 IO.puts("GPU-thread recording: #{recording.(s0, Nx.Vulkan.stats())}")
