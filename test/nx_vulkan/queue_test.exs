@@ -150,6 +150,34 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_run.submissions - before.submissions == after_run.recorded - before.recorded
   end
 
+  # queue.rs Hazards: the barrier tracking follows the queue, not one command buffer (no barrier
+  # opens each one). At cap 0 every command is a submission of its own: a command reading what
+  # the previous submission wrote gets a barrier, independent ones after it get none. Lavapipe
+  # runs a queue's commands one after another, so only the count can show a missing barrier.
+  test "a command depending on an earlier submission gets a barrier; independent ones do not" do
+    a = random({64})
+    Nx.Vulkan.flush()
+    Nx.Vulkan.set_batch_max(0)
+    before = Nx.Vulkan.stats()
+    # At most one barrier: the first may read `a` while its write is still tracked.
+    independent = [Nx.exp(a), Nx.negate(a), Nx.sin(a), Nx.cos(a)]
+    Nx.Vulkan.flush()
+    mid = Nx.Vulkan.stats()
+    assert mid.recorded - before.recorded == 4
+    assert mid.submissions - before.submissions == 4
+    assert mid.barriers - before.barriers <= 1
+    chained = hd(independent) |> Nx.sin() |> Nx.sin() |> Nx.sin()
+    Nx.Vulkan.flush()
+    after_chain = Nx.Vulkan.stats()
+    assert after_chain.recorded - mid.recorded == 3
+    assert after_chain.barriers - mid.barriers == 3
+
+    expected =
+      a |> Nx.backend_copy(Nx.BinaryBackend) |> Nx.exp() |> Nx.sin() |> Nx.sin() |> Nx.sin()
+
+    assert Nx.to_binary(chained) == Nx.to_binary(expected)
+  end
+
   test "results are bit-identical across batch caps" do
     x = random({33, 17}, :f32, 2.0, 4)
     w = random({17, 5}, :f32, 1.0, 5)
