@@ -923,8 +923,10 @@ impl Hazards {
         self.untracked = false;
     }
 
-    /// Commands the sets cannot follow ran after the last barrier.
-    fn mark_untracked(&mut self) {
+    /// Commands the sets cannot follow ran after the last barrier: forgets every access and asks
+    /// a barrier of the next command.
+    fn lose_track(&mut self) {
+        self.clear();
         self.untracked = true;
     }
 
@@ -1268,8 +1270,7 @@ impl Recorder {
             // error says so at the next flush). Its hazards held the queue's, and any barrier
             // it recorded will not run: the next command gets a barrier.
             self.open = None;
-            self.carried_hazards.clear();
-            self.carried_hazards.mark_untracked();
+            self.carried_hazards.lose_track();
             self.error.get_or_insert(e);
         }
     }
@@ -1506,8 +1507,7 @@ impl Recorder {
             }
             // What the iterations and the condition wrote is not in the sets: the next command
             // (the next chunk's barrier aside) waits for all of it.
-            batch.hazards.clear();
-            batch.hazards.mark_untracked();
+            batch.hazards.lose_track();
             // The primary's bound pipeline is undefined after vkCmdExecuteCommands.
             batch.bound_pipeline = vk::Pipeline::null();
             stats().barriers.fetch_add(chunk as u64 + 2, Ordering::Relaxed);
@@ -1553,8 +1553,7 @@ impl Recorder {
                 let flag = CopyBufferInfo::buffers(l.flag.clone().slice(..4), l.staging.clone().slice(..4));
                 batch.cb.copy_buffer_unchecked(&flag);
             }
-            batch.hazards.clear();
-            batch.hazards.mark_untracked();
+            batch.hazards.lose_track();
             batch.bound_pipeline = vk::Pipeline::null();
             stats().barriers.fetch_add(2, Ordering::Relaxed);
             let started = Instant::now();
