@@ -301,7 +301,11 @@ enum Control {
 
 /// Pending commands that wake the GPU thread to record ahead (recording costs ~2-3 us per
 /// command on the H200 host; overlapping it with the BEAM takes it off the critical path).
-const RECORD_AHEAD: usize = 8;
+/// NXV_RECORD_AHEAD (read once, 1 or more) sets another, to measure the trade: fewer commands
+/// left to record when a flush comes, against smaller windows for `by_level` to order.
+static RECORD_AHEAD: Lazy<usize> = Lazy::new(|| {
+    std::env::var("NXV_RECORD_AHEAD").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n >= 1).unwrap_or(8)
+});
 
 pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
 /// How long a thread waiting on the GPU polls before it blocks (NXV_SPIN_US): the GPU thread on a
@@ -578,14 +582,14 @@ pub fn record(command: Command) -> Result<()> {
     let bytes = command.written_bytes();
     let urgent = matches!(command, Command::Program(_) | Command::Loop(_)) || {
         let heavy = SUBMIT_BYTES.load(Ordering::Relaxed);
-        heavy > 0 && bytes >= heavy / RECORD_AHEAD as u64
+        heavy > 0 && bytes >= heavy / 8
     };
     let device = current();
     let q = queue_at(device);
     let sent = q.sent.commands.fetch_add(1, Ordering::Relaxed) + 1;
     q.sent.bytes.fetch_add(bytes, Ordering::Relaxed);
     q.pending.push(Queued { command, bytes, device });
-    if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(RECORD_AHEAD) {
+    if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(*RECORD_AHEAD) {
         q.sent.drain_asked_at.store(sent, Ordering::Relaxed);
         if !q.drain_requested.swap(true, Ordering::AcqRel) {
             q.control.send(Control::Drain(None)).map_err(|_| stopped())?;
