@@ -656,13 +656,14 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                     recorder.guarded(|r| r.settle(flush_spin_budget()));
                 }
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
+                let waited = started.elapsed();
                 // Signalled already: no wait (each call takes one off). An error here goes to
                 // the next flush.
                 while !recorder.in_flight.is_empty() {
                     recorder.guarded(|r| r.retire_oldest(Duration::ZERO));
                 }
                 let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
-                crate::events::flush(reason, commands, started.elapsed().as_micros() as u64);
+                crate::events::flush(reason, commands, waited.as_micros() as u64);
             }
             Control::Throttle(reply) => {
                 let started = Instant::now();
