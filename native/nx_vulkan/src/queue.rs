@@ -640,10 +640,13 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 let recorded = stats().recorded.load(Ordering::Relaxed);
                 stats().flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
                 recorder.drain(pending);
-                // A flush with nothing recorded since the last one returns without a fence wait.
-                if recorder.open.is_some() || !recorder.in_flight.is_empty() {
+                // A flush with nothing queued since the last one returns without a fence wait.
+                // Counted by what was queued, not by what is still on the GPU, so the count does
+                // not depend on how far the GPU got (early and idle submission).
+                if recorder.taken_commands > recorder.taken_at_flush {
                     stats().host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
                 }
+                recorder.taken_at_flush = recorder.taken_commands;
                 // The caller needs the work done, not its resources released: the flush answers
                 // once every fence has signalled and releases after (dropping a submission's
                 // commands and command buffer took ~8 us for 43 commands on lavapipe), except
@@ -711,6 +714,10 @@ fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<
                 if recorder.due().is_some() {
                     let _inside = crate::exit_guard::enter();
                     recorder.submit_if_due(false);
+                } else if *IDLE_DRAIN && recorder.idle_with_pending() {
+                    // The GPU has run out of work while commands wait for the next record-ahead
+                    // request: take them now (idle submission sends them on).
+                    return Some(Control::Drain(None));
                 }
                 std::hint::spin_loop();
             }
@@ -722,6 +729,11 @@ fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<
     }
     control.recv().ok()
 }
+
+/// NXV_IDLE_DRAIN=0 (read once): the polling GPU thread leaves pending commands for the next
+/// record-ahead request even when the GPU has nothing to run (to measure what taking them at
+/// once saves).
+static IDLE_DRAIN: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_IDLE_DRAIN") != Some(false));
 
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
 struct OpenBatch {
@@ -750,6 +762,11 @@ struct Recorder {
     free_timestamps: Vec<Arc<QueryPool>>,
     /// The list `drain` swaps into the pending one (empty between drains; see `Pending`).
     taken: Vec<Queued>,
+    /// Commands taken from the pending list since start (compared with the callers' `sent`
+    /// count by `idle_with_pending`).
+    taken_commands: usize,
+    /// `taken_commands` at the last flush.
+    taken_at_flush: usize,
     /// The queue's hazards while no batch is open (the last submitted batch's, which the next one
     /// continues).
     carried_hazards: Hazards,
@@ -1311,6 +1328,7 @@ impl Recorder {
             if taken.is_empty() {
                 break;
             }
+            self.taken_commands += taken.len();
             let mut commands = taken.drain(..);
             loop {
                 window.extend(commands.by_ref().take(REORDER_WINDOW));
@@ -1372,6 +1390,13 @@ impl Recorder {
         } else {
             None
         }
+    }
+
+    /// Whether the GPU has nothing to run while callers have queued commands the thread has not
+    /// taken. The callers' count is read only once the GPU is idle: reading it takes its cache
+    /// line from the caller's core, which the caller's next command takes back.
+    fn idle_with_pending(&mut self) -> bool {
+        self.gpu_idle() && queue().sent.commands.load(Ordering::Relaxed) > self.taken_commands
     }
 
     /// Whether no submission is on the GPU, after retiring those whose fence has signalled.
