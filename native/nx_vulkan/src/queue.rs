@@ -730,10 +730,12 @@ fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<
     control.recv().ok()
 }
 
-/// NXV_IDLE_DRAIN=0 (read once): the polling GPU thread leaves pending commands for the next
-/// record-ahead request even when the GPU has nothing to run (to measure what taking them at
-/// once saves).
-static IDLE_DRAIN: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_IDLE_DRAIN") != Some(false));
+/// NXV_IDLE_DRAIN=1 (read once): the polling GPU thread takes pending commands as soon as the GPU
+/// has nothing to run instead of leaving them for the next record-ahead request. Off: on an H100
+/// (one call, f3c74e0) it sent more, smaller command buffers and slowed the eager slice loop
+/// (48.1 against 34.5 us an iteration) and the Evaluator's (113.4 against 97.4), with no gain the
+/// host's noise let through on the MNIST step; kept to measure on other devices.
+static IDLE_DRAIN: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_IDLE_DRAIN") == Some(true));
 
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
 struct OpenBatch {
