@@ -325,7 +325,8 @@ defmodule Nx.Vulkan do
   `queued_bytes`) against its bound (`pending_max_commands`, `pending_max_bytes`), and the policy
   in force (`precise_f32`, `spin_us`, `cpu_device`).
 
-  `host_syncs` counts the flushes a caller blocked on (work was pending or in flight), by
+  `host_syncs` counts the flushes a caller blocked on (commands were queued since the previous
+  flush, whether or not the GPU had finished them, so the count does not depend on its speed), by
   reason: `:download` (a read: `Nx.to_binary/1`, `Nx.to_number/1`, `inspect`, a transfer),
   `:defn_control` (`Nx.Defn.Evaluator` reading a `while` condition or `cond` predicate),
   `:fallback` (the host fallback), `:explicit_flush` (`flush/0`), `:value_read_by_op` (an op
