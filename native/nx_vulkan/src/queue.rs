@@ -307,6 +307,10 @@ static RECORD_AHEAD: Lazy<usize> = Lazy::new(|| {
     std::env::var("NXV_RECORD_AHEAD").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n >= 1).unwrap_or(8)
 });
 
+/// A command writing this fraction of NXV_SUBMIT_BYTES or more asks the GPU thread to record at
+/// once (see `record`).
+const HEAVY_FRACTION: u64 = 8;
+
 pub static BATCH_MAX: AtomicUsize = AtomicUsize::new(64);
 /// How long a thread waiting on the GPU polls before it blocks (NXV_SPIN_US): the GPU thread on a
 /// fence and between messages, a caller on its flush's reply. A blocked thread wakes tens of us
@@ -349,6 +353,18 @@ fn poll<T>(budget: Duration, mut attempt: impl FnMut() -> Option<T>) -> Option<T
         }
         std::hint::spin_loop();
     }
+}
+
+/// Waits for `fence` to signal, polling for up to `budget` before a blocking wait.
+fn await_fence(fence: &Fence, budget: Duration) -> Result<()> {
+    match poll(budget, || match fence.is_signaled() {
+        Ok(false) => None,
+        signaled => Some(signaled.map(|_| ())),
+    }) {
+        Some(signaled) => signaled,
+        None => fence.wait(None),
+    }
+    .map_err(|e| Error::vulkan("waiting on a fence", e))
 }
 
 /// A caller's place among the MAX_SPINNING_CALLERS that may poll at once, until dropped.
@@ -582,7 +598,7 @@ pub fn record(command: Command) -> Result<()> {
     let bytes = command.written_bytes();
     let urgent = matches!(command, Command::Program(_) | Command::Loop(_)) || {
         let heavy = SUBMIT_BYTES.load(Ordering::Relaxed);
-        heavy > 0 && bytes >= heavy / 8
+        heavy > 0 && bytes >= heavy / HEAVY_FRACTION
     };
     let device = current();
     let q = queue_at(device);
@@ -1689,15 +1705,7 @@ impl Recorder {
     fn settle(&mut self, budget: Duration) -> Result<()> {
         let waiting = Instant::now();
         for submission in &self.in_flight {
-            let fence = &submission.fence;
-            match poll(budget, || match fence.is_signaled() {
-                Ok(false) => None,
-                signaled => Some(signaled.map(|_| ())),
-            }) {
-                Some(signaled) => signaled,
-                None => fence.wait(None),
-            }
-            .map_err(|e| Error::vulkan("waiting on a fence", e))?;
+            await_fence(&submission.fence, budget)?;
         }
         stats().wait_ns.fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(())
@@ -1709,15 +1717,7 @@ impl Recorder {
         let Some(done) = self.in_flight.pop_front() else { return Ok(()) };
         let c = ctx()?;
         let waiting = Instant::now();
-        let polled = poll(budget, || match done.fence.is_signaled() {
-            Ok(false) => None,
-            signaled => Some(signaled.map(|_| ())),
-        });
-        match polled {
-            Some(signaled) => signaled,
-            None => done.fence.wait(None),
-        }
-        .map_err(|e| Error::vulkan("waiting on a fence", e))?;
+        await_fence(&done.fence, budget)?;
         stats()
             .wait_ns
             .fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::Relaxed);
