@@ -112,6 +112,9 @@ defmodule Nx.Vulkan do
       GPU has room for it (default 16 on GPUs, `0`, never, on CPU devices).
     * `NXV_SUBMIT_IDLE` - a command buffer of this many commands is submitted at once while
       nothing is on the GPU (default 2 on GPUs, `0`, never, on CPU devices).
+    * `NXV_WINDOW_FUSION` - how many times the GPU thread must see a chain of element-wise
+      commands before it builds a fused kernel for it (default 2 on GPUs, `0`, never, on CPU
+      devices); see `set_window_fusion/1`.
     * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
       largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
       `set_memory_limit/1`.
@@ -334,6 +337,10 @@ defmodule Nx.Vulkan do
   `:reclaim` (an allocation over the memory budget waiting for queued work) and
   `:backpressure` (a producer waiting at the pending queue's bound). The
   batch cap's submissions do not make the caller wait and are not counted; uploads never flush.
+  `window_replaced` counts the commands the GPU thread ran inside fused kernels of its window
+  (see `set_window_fusion/1`) and `window_kernels` those kernels (per device);
+  `window_templates` and `window_unfusable` the chains built into a kernel and those left as
+  they were (all devices).
   `loop_chunks` and `loop_iterations` count the device loops' chunks (each one fence wait of the
   GPU thread, not of a caller) and the iterations they ran (`compiler: Nx.Vulkan` runs a `while`
   whose condition depends on the arguments on the device).
@@ -419,6 +426,25 @@ defmodule Nx.Vulkan do
       raise ArgumentError,
             "#{unquote(name)}/1: takes an integer from 0 to 2 ** 63 - 1 (0 = off), got: #{inspect(n)}"
     end
+  end
+
+  @doc """
+  Sets how many times the GPU thread must see a chain of element-wise commands (each reading the
+  one before it, adjacent in the order they were queued: an eager chain, the Evaluator's ops)
+  before it builds one fused kernel for the chain, on a thread of its own; once built, the chain
+  runs as that kernel wherever it comes again in one of the windows the GPU thread records. `0`
+  turns it off (normally set from `NXV_WINDOW_FUSION` at start: 2 on GPUs, 0 on CPU devices).
+  A fused kernel computes each op as the op's own kernel does and writes every op's result, so
+  results never depend on it; only how many dispatches and barriers run does (`stats/0`'s
+  `window_replaced`, `window_kernels`, `window_templates` and `window_unfusable`). Anything but
+  an integer from 0 to 2 ** 32 - 1 raises `ArgumentError`.
+  """
+  def set_window_fusion(n) when is_integer(n) and n >= 0 and n < 4_294_967_296,
+    do: Native.set_window_fusion(n) |> Native.unwrap!()
+
+  def set_window_fusion(n) do
+    raise ArgumentError,
+          "set_window_fusion/1: takes an integer from 0 to 2 ** 32 - 1 (0 = off), got: #{inspect(n)}"
   end
 
   @doc false

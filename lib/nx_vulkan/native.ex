@@ -21,6 +21,7 @@ nifs = [
   set_submit_bytes: [:n],
   set_submit_commands: [:n],
   set_submit_idle: [:n],
+  set_window_fusion: [:n],
   set_lavapipe_threads: [:value],
   configure: [
     :precise_f32,

@@ -126,6 +126,7 @@ count_setter!(set_batch_max, BATCH_MAX, "batch max", usize);
 count_setter!(set_submit_bytes, queue::SUBMIT_BYTES, "submit bytes", u64);
 count_setter!(set_submit_commands, queue::SUBMIT_COMMANDS, "submit commands", usize);
 count_setter!(set_submit_idle, queue::SUBMIT_IDLE, "submit idle", usize);
+count_setter!(set_window_fusion, crate::window_fuse::AFTER, "window fusion", u32);
 
 /// LP_NUM_THREADS for lavapipe, before the instance exists (context::set_lavapipe_threads).
 #[rustler::nif]
@@ -324,6 +325,11 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("loop_iterations", load(&stats.loop_iterations)),
             ("recorded", load(&stats.recorded)),
             ("barriers", load(&stats.barriers)),
+            ("window_fusion", crate::window_fuse::AFTER.load(Ordering::Relaxed).encode(env)),
+            ("window_replaced", load(&stats.window_replaced)),
+            ("window_kernels", load(&stats.window_kernels)),
+            ("window_templates", crate::window_fuse::BUILT.load(Ordering::Relaxed).encode(env)),
+            ("window_unfusable", crate::window_fuse::UNFUSABLE.load(Ordering::Relaxed).encode(env)),
             ("submissions", load(&stats.submissions)),
             ("flushes", flushes),
             ("host_syncs", host_syncs),

@@ -201,6 +201,12 @@ fn kind(name: &str) -> Option<(Kind, Option<Compute>)> {
     })
 }
 
+/// Whether a dispatch's kernel is one a run may take (window_fuse.rs's first filter: names only,
+/// no parsing; `fuse` decides).
+pub fn joinable(d: &Dispatch) -> bool {
+    d.name.starts_with("gemm") || kind(d.name).is_some_and(|(k, _)| k != Kind::CopyStarts)
+}
+
 /// The GLSL type of a convert's input, by convert.comp's type code (ops/convert.rs): the
 /// integers of 8 to 32 bits, into f32, s32 or u32 (codes 0, 6, 10) only.
 fn convert_input(op: u32) -> Option<&'static str> {

@@ -19,6 +19,7 @@ mod policy;
 mod queue;
 mod shaders;
 mod tensor;
+mod window_fuse;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -24,6 +24,7 @@
 //! flight stays alive until that work is done.
 use crate::context::{ctx, current, MAX_DEVICES};
 use crate::error::{Error, Result};
+use crate::window_fuse::{Placed, MAX_CHAIN};
 use ash::vk;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TryRecvError};
 use once_cell::sync::{Lazy, OnceCell};
@@ -211,6 +212,9 @@ struct Queued {
     bytes: u64,
     /// The device whose queue counts it.
     device: usize,
+    /// Commands a fused kernel in this one's place stands for as well (window_fuse.rs): kept, and
+    /// counted as retired, with it.
+    riders: Vec<Queued>,
 }
 
 impl Drop for Queued {
@@ -454,6 +458,9 @@ pub struct Stats {
     pub loop_chunks: AtomicU64,
     pub loop_iterations: AtomicU64,
     pub barriers: AtomicU64,
+    /// Commands the window's fused kernels replaced, and those kernels (window_fuse.rs).
+    pub window_replaced: AtomicU64,
+    pub window_kernels: AtomicU64,
     pub submissions: AtomicU64,
     pub flushes: [AtomicU64; FLUSH_REASONS],
     /// Flushes whose caller waited on a fence (there was work pending or in flight), by reason.
@@ -480,6 +487,8 @@ impl Stats {
             loop_chunks: AtomicU64::new(0),
             loop_iterations: AtomicU64::new(0),
             barriers: AtomicU64::new(0),
+            window_replaced: AtomicU64::new(0),
+            window_kernels: AtomicU64::new(0),
             submissions: AtomicU64::new(0),
             flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
             host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
@@ -604,7 +613,7 @@ pub fn record(command: Command) -> Result<()> {
     let q = queue_at(device);
     let sent = q.sent.commands.fetch_add(1, Ordering::Relaxed) + 1;
     q.sent.bytes.fetch_add(bytes, Ordering::Relaxed);
-    q.pending.push(Queued { command, bytes, device });
+    q.pending.push(Queued { command, bytes, device, riders: Vec::new() });
     if urgent || sent.wrapping_sub(q.sent.drain_asked_at.load(Ordering::Relaxed)) >= batch_max().min(*RECORD_AHEAD) {
         q.sent.drain_asked_at.store(sent, Ordering::Relaxed);
         if !q.drain_requested.swap(true, Ordering::AcqRel) {
@@ -622,7 +631,12 @@ fn batch_max() -> usize {
 /// Submits everything pending and waits for it; returns the first error recorded since the last flush.
 pub fn flush(reason: FlushReason) -> Result<()> {
     let (tx, rx) = bounded(1);
-    queue()
+    let q = queue();
+    // The flush takes everything sent so far: the next record-ahead request counts from here, so
+    // the windows of a loop's steps start where each step does (the same chains every step for
+    // window_fuse.rs, not ones cut where the count happens to fall).
+    q.sent.drain_asked_at.store(q.sent.commands.load(Ordering::Relaxed), Ordering::Relaxed);
+    q
         .control
         .send(Control::Flush(reason, tx))
         .map_err(|_| stopped())?;
@@ -788,6 +802,8 @@ struct Recorder {
     /// The queue's hazards while no batch is open (the last submitted batch's, which the next one
     /// continues).
     carried_hazards: Hazards,
+    /// Chains of element-wise commands seen in the windows, and their fused kernels.
+    fuser: crate::window_fuse::WindowFuser,
 }
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
@@ -1353,10 +1369,13 @@ impl Recorder {
                 if window.is_empty() {
                     break;
                 }
-                if *REORDER && window.len() > 1 {
+                if window.len() > 1 {
                     // Counted as recording time (what `stats/0`'s record_ns reports per command).
                     let started = Instant::now();
-                    by_level(&mut window, self.open.as_ref().map_or(&self.carried_hazards, |b| &b.hazards));
+                    self.fuse_window(&mut window);
+                    if *REORDER {
+                        by_level(&mut window, self.open.as_ref().map_or(&self.carried_hazards, |b| &b.hazards));
+                    }
                     if let Some(batch) = self.open.as_mut() {
                         batch.recording_ns += started.elapsed().as_nanos() as u64;
                     }
@@ -1368,6 +1387,66 @@ impl Recorder {
         }
         // Emptied, its capacity kept for the next swap.
         self.taken = taken;
+    }
+
+    /// Puts the fused kernels of the chains in `window` whose kernels are built in their members'
+    /// places (window_fuse.rs). A fused command takes the first member it replaces as its queue
+    /// entry, and the others it replaces ride on it (kept and retired with it).
+    fn fuse_window(&mut self, window: &mut Vec<Queued>) {
+        let plan = {
+            let commands: SmallVec<[&Command; REORDER_WINDOW]> = window.iter().map(|q| &q.command).collect();
+            self.fuser.plan(&commands)
+        };
+        if plan.is_empty() {
+            return;
+        }
+        let mut old: SmallVec<[Option<Queued>; REORDER_WINDOW]> = window.drain(..).map(Some).collect();
+        // Each chain's commands go where its last member was (window_fuse.rs `chain_at`).
+        let mut chain_ending_at: SmallVec<[Option<usize>; REORDER_WINDOW]> = SmallVec::from_elem(None, old.len());
+        for (c, (members, _)) in plan.iter().enumerate() {
+            chain_ending_at[members[members.len() - 1]] = Some(c);
+        }
+        let take = |old: &mut [Option<Queued>], k: usize| old[k].take().expect("each command is placed once");
+        for at in 0..old.len() {
+            let Some(c) = chain_ending_at[at] else {
+                // A chain's earlier member is taken already (placed with the chain).
+                if old[at].is_some() && !plan.iter().any(|(m, _)| m.contains(&at)) {
+                    window.push(take(&mut old, at));
+                }
+                continue;
+            };
+            let (members, template) = &plan[c];
+            let placed = {
+                let commands: SmallVec<[&Command; MAX_CHAIN]> =
+                    members.iter().map(|&k| &old[k].as_ref().expect("not placed yet").command).collect();
+                template.instantiate(&commands)
+            };
+            // The members no kept command is: their entries carry the fused commands, in order,
+            // and the rest ride on the first of them.
+            let mut replaced: SmallVec<[Queued; MAX_CHAIN]> = (0..members.len())
+                .filter(|k| !placed.iter().any(|p| matches!(p, Placed::Member(m) if m == k)))
+                .map(|k| take(&mut old, members[k]))
+                .collect();
+            replaced.reverse();
+            let mut carrier = None;
+            for part in placed {
+                match part {
+                    Placed::Member(k) => window.push(take(&mut old, members[k])),
+                    Placed::Fused(command) => {
+                        let mut entry = replaced.pop().expect("a fused command replaces two members or more");
+                        entry.command = command;
+                        carrier.get_or_insert(window.len());
+                        window.push(entry);
+                    }
+                }
+            }
+            if let Some(at) = carrier {
+                window[at].riders.extend(replaced.into_iter().rev());
+            }
+            let stats = stats();
+            stats.window_replaced.fetch_add(template.replaced() as u64, Ordering::Relaxed);
+            stats.window_kernels.fetch_add(template.kernels() as u64, Ordering::Relaxed);
+        }
     }
 
     /// Records one command, then submits the open command buffer if the cap, a program or early
@@ -1499,7 +1578,7 @@ impl Recorder {
         }
         // The command stays with the last command buffer it recorded into, which completes last.
         let batch = self.batch()?;
-        batch.written_bytes += queued.bytes;
+        batch.written_bytes += queued.bytes + queued.riders.iter().map(|r| r.bytes).sum::<u64>();
         batch.commands.push(queued);
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
             // After command i (1-based): its end, and the next one's start.
