@@ -340,7 +340,7 @@ defmodule Nx.Vulkan do
   `window_replaced` counts the commands the GPU thread ran inside fused kernels of its window
   (see `set_window_fusion/1`) and `window_kernels` those kernels (per device);
   `window_templates` and `window_unfusable` the chains built into a kernel and those left as
-  they were (all devices).
+  they were, `window_building` those still being built (all devices).
   `loop_chunks` and `loop_iterations` count the device loops' chunks (each one fence wait of the
   GPU thread, not of a caller) and the iterations they ran (`compiler: Nx.Vulkan` runs a `while`
   whose condition depends on the arguments on the device).

@@ -330,6 +330,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("window_kernels", load(&stats.window_kernels)),
             ("window_templates", crate::window_fuse::BUILT.load(Ordering::Relaxed).encode(env)),
             ("window_unfusable", crate::window_fuse::UNFUSABLE.load(Ordering::Relaxed).encode(env)),
+            ("window_building", crate::window_fuse::BUILDING.load(Ordering::Relaxed).encode(env)),
             ("submissions", load(&stats.submissions)),
             ("flushes", flushes),
             ("host_syncs", host_syncs),

@@ -37,6 +37,8 @@ pub static AFTER: AtomicU32 = AtomicU32::new(0);
 /// Templates built (a chain fuse.rs joined), and chains it left as they were.
 pub static BUILT: AtomicU64 = AtomicU64::new(0);
 pub static UNFUSABLE: AtomicU64 = AtomicU64::new(0);
+/// Chains sent to the builder thread and not built yet (a benchmark's warm-up waits for 0).
+pub static BUILDING: AtomicU64 = AtomicU64::new(0);
 
 /// The most commands in a chain: fuse.rs writes at most MAX_OUTPUTS results a kernel, and here
 /// every member's result is written.
@@ -134,6 +136,7 @@ static BUILDER: Lazy<Sender<Job>> = Lazy::new(|| {
                 crate::context::set_thread_device(job.device);
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(job.commands))).ok().flatten();
                 let _ = job.reply.send((job.key, built));
+                BUILDING.fetch_sub(1, Ordering::Relaxed);
             }
         })
         .expect("spawning the nx_vulkan window fusion thread");
@@ -274,6 +277,7 @@ impl WindowFuser {
                         reply: self.replies.0.clone(),
                     };
                     self.entries.insert(key, Entry::Building);
+                    BUILDING.fetch_add(1, Ordering::Relaxed);
                     let _ = BUILDER.send(job);
                 }
             }
