@@ -132,7 +132,12 @@ static BUILDER: Lazy<Sender<Job>> = Lazy::new(|| {
         .name("nx_vulkan_window_fuse".into())
         .stack_size(16 << 20)
         .spawn(move || {
+            // Compiling and creating pipelines is driver work: at the process's exit it is
+            // waited for as a pipeline builder's is (exit_guard.rs; without it, a script ending
+            // while a fused kernel's pipeline was being created died with SIGSEGV on an H100).
+            crate::exit_guard::register_builder();
             for job in rx {
+                let _inside = crate::exit_guard::enter_build();
                 crate::context::set_thread_device(job.device);
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(job.commands))).ok().flatten();
                 let _ = job.reply.send((job.key, built));
