@@ -45,7 +45,8 @@ pub static BUILDING: AtomicU64 = AtomicU64::new(0);
 pub const MAX_CHAIN: usize = 4;
 /// Commands at most between a chain's members (see `chain_at`).
 const MAX_PASSED: usize = 4;
-/// Keys kept at most; past it the keys still only being counted are forgotten.
+/// Keys kept at most; past it the keys still only being counted are forgotten, and if that is not
+/// enough, the built ones too.
 const MAX_KEYS: usize = 4096;
 
 /// What a chain's key is known to give.
@@ -265,6 +266,11 @@ impl WindowFuser {
             let Some(key) = key(&chain) else { continue };
             if !self.entries.contains_key(&key) && self.entries.len() >= MAX_KEYS {
                 self.entries.retain(|_, e| !matches!(e, Entry::Seen(_)));
+                if self.entries.len() >= MAX_KEYS {
+                    // Built ones too (a workload of ever new shapes): a chain met again is built
+                    // again, from fuse.rs's cache of kernels by source.
+                    self.entries.retain(|_, e| matches!(e, Entry::Building));
+                }
             }
             match self.entries.get_mut(&key) {
                 Some(Entry::Ready(template)) => ready.push((members, template.clone())),
