@@ -64,7 +64,9 @@ call (ops queued) median #{Float.round(StepTail.median(calls), 1)} us, read medi
 (min #{Float.round(Enum.min(steps), 1)})
 per step: submissions #{per_step.(:submissions)}, barriers #{per_step.(:barriers)}, \
 dispatches #{per_step.(:recorded)} (window fusion #{after_.window_fusion}: #{per_step.(:window_replaced)} \
-ops in #{per_step.(:window_kernels)} fused kernels), \
+ops in #{per_step.(:window_kernels)} fused kernels; kernels built during the timed steps \
+#{after_.window_templates + after_.window_unfusable - before.window_templates - before.window_unfusable}, \
+still building #{after_.window_building}), \
 GPU-thread recording #{Float.round((after_.record_ns - before.record_ns) / n / 1000, 1)} us\
 """)
 
