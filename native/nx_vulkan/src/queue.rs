@@ -1393,6 +1393,10 @@ impl Recorder {
     /// places (window_fuse.rs). A fused command takes the first member it replaces as its queue
     /// entry, and the others it replaces ride on it (kept and retired with it).
     fn fuse_window(&mut self, window: &mut Vec<Queued>) {
+        // Off (the default): nothing to look at in the window.
+        if crate::window_fuse::AFTER.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let plan = {
             let commands: SmallVec<[&Command; REORDER_WINDOW]> = window.iter().map(|q| &q.command).collect();
             self.fuser.plan(&commands)

@@ -151,8 +151,7 @@ static BUILDER: Lazy<Sender<Job>> = Lazy::new(|| {
 
 /// The template fuse.rs makes of `chain`, or None where it joins nothing.
 fn build(chain: Vec<Command>) -> Option<Template> {
-    let everything: std::collections::HashSet<u64> =
-        chain.iter().flat_map(|c| c.accesses().1).collect::<std::collections::HashSet<u64>>();
+    let everything: std::collections::HashSet<u64> = chain.iter().flat_map(|c| c.accesses().1).collect();
     let (fused, kernels, _) = crate::fuse::fuse(chain.clone(), &everything);
     if kernels == 0 {
         return None;
