@@ -104,6 +104,46 @@ defmodule Nx.Vulkan.WindowFusionTest do
     end
   end
 
+  # The GPU thread takes what callers have queued whenever it is asked and gets to it, so where
+  # its takes and windows end depends on timing. A chain cut there would be a new key each time
+  # (a kernel built for each cut); cut only where the stream of commands cuts it, a stream of
+  # one repeated chain has one key however it is taken.
+  test "a chain is cut where the stream cuts it, not where the GPU thread's take ends" do
+    x = random({173})
+    chain = fn -> x |> Nx.exp() |> Nx.negate() |> Nx.tanh() end
+    expected = chain.() |> Nx.backend_copy(Nx.BinaryBackend) |> Nx.to_binary()
+    built = fn -> Nx.Vulkan.stats() |> then(&(&1.window_templates + &1.window_unfusable)) end
+    idle = fn -> Nx.Vulkan.stats().window_building == 0 end
+    wait_until(idle)
+
+    for cap <- [4, 1000] do
+      Nx.Vulkan.set_batch_max(cap)
+      before = built.()
+
+      # 40 chains queued without a read, 120 commands taken in pieces of whatever size the
+      # timing gives, then read (the flush ends the stream after a whole chain).
+      for _ <- 1..5 do
+        results = for _ <- 1..40, do: chain.()
+        assert Enum.all?(results, &(Nx.to_binary(&1) == expected))
+      end
+
+      wait_until(idle)
+      assert built.() - before <= 1, "cap #{cap}: #{built.() - before} chain keys for one chain"
+    end
+
+    # And the one key was built and runs fused.
+    before = Nx.Vulkan.stats()
+    for _ <- 1..40, do: assert(Nx.to_binary(chain.()) == expected)
+    assert Nx.Vulkan.stats().window_kernels > before.window_kernels
+  end
+
+  defp wait_until(condition, deadline_ms \\ 120_000) do
+    until = System.monotonic_time(:millisecond) + deadline_ms
+
+    Stream.repeatedly(fn -> condition.() or System.monotonic_time(:millisecond) > until end)
+    |> Enum.find(fn done -> done or (Process.sleep(10) && false) end)
+  end
+
   test "a chain runs as it came until its kernel is built, and not at all with fusion off" do
     Nx.Vulkan.set_window_fusion(0)
     x = random({256})

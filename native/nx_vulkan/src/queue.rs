@@ -660,7 +660,8 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
         let _inside = crate::exit_guard::enter();
         match message {
             Control::Drain(reply) => {
-                recorder.drain(pending);
+                // A reply is awaited by a caller that needs everything recorded.
+                recorder.drain(pending, reply.is_some());
                 if let Some(reply) = reply {
                     let _ = reply.send(());
                 }
@@ -669,7 +670,7 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 let started = Instant::now();
                 let recorded = stats().recorded.load(Ordering::Relaxed);
                 stats().flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.drain(pending);
+                recorder.drain(pending, true);
                 // A flush with nothing queued since the last one returns without a fence wait.
                 // Counted by what was queued, not by what is still on the GPU, so the count does
                 // not depend on how far the GPU got (early and idle submission).
@@ -704,7 +705,7 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 // Counted as a flush and a host sync: a producer waits for the GPU here.
                 stats().flushes[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
                 stats().host_syncs[FlushReason::Backpressure as usize].fetch_add(1, Ordering::Relaxed);
-                recorder.drain(pending);
+                recorder.drain(pending, true);
                 while over_bound() {
                     if recorder.open.is_some() {
                         recorder.guarded(|r| r.submit(false, "backpressure"));
@@ -804,6 +805,9 @@ struct Recorder {
     carried_hazards: Hazards,
     /// Chains of element-wise commands seen in the windows, and their fused kernels.
     fuser: crate::window_fuse::WindowFuser,
+    /// Commands taken but not recorded: the last window's, whose fusion chain may go on in the
+    /// next (see `drain`); recorded first at the next drain.
+    held: Vec<Queued>,
 }
 
 /// A submitted command buffer and everything it uses, kept until its fence signals.
@@ -1348,15 +1352,17 @@ impl Recorder {
 
     /// Records every pending command into the open command buffer, up to REORDER_WINDOW at a
     /// time in dependency order (`by_level`), submitting it (and waiting) each time it reaches
-    /// the cap.
-    fn drain(&mut self, pending: &Pending) {
+    /// the cap. Unless `last` (a flush, backpressure, a change of GPU timing: everything queued
+    /// must be recorded), the commands at the end whose window-fusion chain may still go on stay
+    /// with the recorder (`held`) and open the next drain's window (see `WindowFuser::plan`).
+    fn drain(&mut self, pending: &Pending, last: bool) {
         // A swap, not a store: it reads the latest request, so every command sent before a
         // caller found the flag set is taken below.
         queue().drain_requested.swap(false, Ordering::AcqRel);
-        // Taken in whole lists (the commands pushed since the last take), each recorded in
-        // windows of REORDER_WINDOW in arrival order, until a take finds nothing.
+        // Taken in whole lists (the commands pushed since the last take), recorded in windows of
+        // REORDER_WINDOW in arrival order, until a take finds nothing.
         let mut taken = std::mem::take(&mut self.taken);
-        let mut window = Vec::with_capacity(REORDER_WINDOW);
+        let mut window = std::mem::take(&mut self.held);
         loop {
             pending.take(&mut taken);
             if taken.is_empty() {
@@ -1365,44 +1371,60 @@ impl Recorder {
             self.taken_commands += taken.len();
             let mut commands = taken.drain(..);
             loop {
-                window.extend(commands.by_ref().take(REORDER_WINDOW));
-                if window.is_empty() {
+                window.extend(commands.by_ref().take(REORDER_WINDOW - window.len()));
+                // A window not full waits for the next take, or the end.
+                if window.len() < REORDER_WINDOW {
                     break;
                 }
-                if window.len() > 1 {
-                    // Counted as recording time (what `stats/0`'s record_ns reports per command).
-                    let started = Instant::now();
-                    self.fuse_window(&mut window);
-                    if *REORDER {
-                        by_level(&mut window, self.open.as_ref().map_or(&self.carried_hazards, |b| &b.hazards));
-                    }
-                    if let Some(batch) = self.open.as_mut() {
-                        batch.recording_ns += started.elapsed().as_nanos() as u64;
-                    }
-                }
-                for command in window.drain(..) {
-                    self.record_and_submit(command);
-                }
+                self.record_window(&mut window, false);
             }
         }
-        // Emptied, its capacity kept for the next swap.
+        if !window.is_empty() {
+            self.record_window(&mut window, last);
+        }
+        // Emptied, their capacity kept for the next swap.
         self.taken = taken;
+        self.held = window;
+    }
+
+    /// Records `window`'s commands, with window fusion's kernels in place of the chains it has
+    /// built and in dependency order, except those window fusion holds for the next window
+    /// (none with `last`), which stay in `window`.
+    fn record_window(&mut self, window: &mut Vec<Queued>, last: bool) {
+        let mut held = Vec::new();
+        if window.len() > 1 || !last {
+            // Counted as recording time (what `stats/0`'s record_ns reports per command).
+            let started = Instant::now();
+            held = self.fuse_window(window, last);
+            if *REORDER && window.len() > 1 {
+                by_level(window, self.open.as_ref().map_or(&self.carried_hazards, |b| &b.hazards));
+            }
+            if let Some(batch) = self.open.as_mut() {
+                batch.recording_ns += started.elapsed().as_nanos() as u64;
+            }
+        }
+        for command in window.drain(..) {
+            self.record_and_submit(command);
+        }
+        window.append(&mut held);
     }
 
     /// Puts the fused kernels of the chains in `window` whose kernels are built in their members'
     /// places (window_fuse.rs). A fused command takes the first member it replaces as its queue
-    /// entry, and the others it replaces ride on it (kept and retired with it).
-    fn fuse_window(&mut self, window: &mut Vec<Queued>) {
+    /// entry, and the others it replaces ride on it (kept and retired with it). Returns the
+    /// commands at the window's end that wait for the next window (`WindowFuser::plan`).
+    fn fuse_window(&mut self, window: &mut Vec<Queued>, last: bool) -> Vec<Queued> {
         // Off (the default): nothing to look at in the window.
         if crate::window_fuse::AFTER.load(Ordering::Relaxed) == 0 {
-            return;
+            return Vec::new();
         }
-        let plan = {
+        let (plan, known) = {
             let commands: SmallVec<[&Command; REORDER_WINDOW]> = window.iter().map(|q| &q.command).collect();
-            self.fuser.plan(&commands)
+            self.fuser.plan(&commands, last)
         };
+        let held = window.split_off(known);
         if plan.is_empty() {
-            return;
+            return held;
         }
         let mut old: SmallVec<[Option<Queued>; REORDER_WINDOW]> = window.drain(..).map(Some).collect();
         // Each chain's commands go where its last member was (window_fuse.rs `chain_at`).
@@ -1451,6 +1473,7 @@ impl Recorder {
             stats.window_replaced.fetch_add(template.replaced() as u64, Ordering::Relaxed);
             stats.window_kernels.fetch_add(template.kernels() as u64, Ordering::Relaxed);
         }
+        held
     }
 
     /// Records one command, then submits the open command buffer if the cap, a program or early
