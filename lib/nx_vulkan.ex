@@ -113,8 +113,8 @@ defmodule Nx.Vulkan do
     * `NXV_SUBMIT_IDLE` - a command buffer of this many commands is submitted at once while
       nothing is on the GPU (default 2 on GPUs, `0`, never, on CPU devices).
     * `NXV_WINDOW_FUSION` - how many times the GPU thread must see a chain of element-wise
-      commands before it builds a fused kernel for it (default `0`, never; `2` is what was
-      measured on GPUs); see `set_window_fusion/1`.
+      commands before it builds a fused kernel for it (default 2 on GPUs, `0`, never, on CPU
+      devices); see `set_window_fusion/1`.
     * `NXV_MEMORY_LIMIT` - the device-memory budget: bytes, or a fraction in (0, 1] of the
       largest device-local heap (default 0.9; wins over `config :nx_vulkan, memory_limit:`); see
       `set_memory_limit/1`.
@@ -433,7 +433,7 @@ defmodule Nx.Vulkan do
   one before it, adjacent in the order they were queued: an eager chain, the Evaluator's ops)
   before it builds one fused kernel for the chain, on a thread of its own; once built, the chain
   runs as that kernel wherever it comes again in one of the windows the GPU thread records. `0`
-  turns it off (normally set from `NXV_WINDOW_FUSION` at start; off by default).
+  turns it off (normally set from `NXV_WINDOW_FUSION` at start: 2 on GPUs, 0 on CPU devices).
   A fused kernel computes each op as the op's own kernel does and writes every op's result, so
   results never depend on it; only how many dispatches and barriers run does (`stats/0`'s
   `window_replaced`, `window_kernels`, `window_templates` and `window_unfusable`). Anything but

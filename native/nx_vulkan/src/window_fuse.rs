@@ -29,9 +29,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Sightings of a chain before its kernel is built (`Nx.Vulkan.set_window_fusion/1`,
-/// NXV_WINDOW_FUSION; 0: off, the default). 2 is what was measured on GPUs (a chain seen once
-/// is often never seen again: no compile for it); on CPU devices the compiles take the cores
-/// lavapipe's kernels run on.
+/// NXV_WINDOW_FUSION; 0: off). Set at start by the Elixir side: 2 on GPUs (a chain seen once is
+/// often never seen again: no compile for it), 0 on CPU devices (the compiles would take the
+/// cores lavapipe's kernels run on).
 pub static AFTER: AtomicU32 = AtomicU32::new(0);
 
 /// Templates built (a chain fuse.rs joined), and chains it left as they were.
