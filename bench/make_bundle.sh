@@ -20,6 +20,8 @@ for app in _build/prod/lib/*; do
   cp -r "$app/ebin" "$stage/apps/$name/"
   [ -e "$app/priv" ] && cp -rL "$app/priv" "$stage/apps/$name/"
 done
-tar -cJf .dev/nxv_bundle.tar.xz -C "$stage" .
+# Written aside and moved into place: a call carrying .dev/ meanwhile takes the old one whole.
+tar -cJf .dev/nxv_bundle.tar.xz.new -C "$stage" .
+mv .dev/nxv_bundle.tar.xz.new .dev/nxv_bundle.tar.xz
 rm -rf "$stage"
 ls -la .dev/nxv_bundle.tar.xz
