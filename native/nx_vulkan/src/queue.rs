@@ -298,7 +298,7 @@ enum Control {
     Drain(Option<Sender<()>>),
     /// Record what is pending, submit, wait, and reply with the first error since the last flush.
     /// With buffers (a read's), the reply waits only for the commands those buffers need (see
-    /// `Recorder::flush_for`); the rest go to the GPU after it.
+    /// `needed_by`); the rest go to the GPU after it.
     Flush(FlushReason, Sender<Result<()>>, Option<SmallVec<[u64; 2]>>),
     /// Record what is pending, then submit and retire the oldest submissions until the queue is
     /// back within its bound; reply when it is.
@@ -636,7 +636,7 @@ pub fn flush(reason: FlushReason) -> Result<()> {
 }
 
 /// A flush for a host read of `buffers` (their handles): returns once every command they depend
-/// on has completed, whatever else is still queued or running (see `Recorder::flush_for`).
+/// on has completed, whatever else is still queued or running (see `needed_by`).
 pub fn flush_for(reason: FlushReason, buffers: &[u64]) -> Result<()> {
     flush_with(reason, Some(buffers.into()))
 }
