@@ -371,40 +371,4 @@ defmodule Nx.Vulkan.QueueTest do
   after
     Nx.Vulkan.set_gpu_timing(false)
   end
-
-  def forward_flush(_event, measurements, metadata, test),
-    do: send(test, {:flush, measurements.commands, metadata.reason})
-
-  # A read waits for what it reads and what that depends on; commands queued after it that it
-  # does not need go to the GPU after the reply (the gradient ops of a step read for its loss).
-  test "a read records only the commands it needs before it answers; the rest run after, right" do
-    Nx.Vulkan.set_batch_max(1000)
-    Nx.Vulkan.set_submit_commands(0)
-    {x, y} = {random({64}), random({64}, :f32, 2.0, 11)}
-    expected = fn f, t -> f.(Nx.backend_copy(t, Nx.BinaryBackend)) |> Nx.to_binary() end
-    id = {__MODULE__, make_ref()}
-    :telemetry.attach(id, [:nx_vulkan, :flush], &__MODULE__.forward_flush/4, self())
-
-    try do
-      for _ <- 1..3 do
-        Nx.Vulkan.flush()
-        assert_receive {:flush, _, :explicit}
-        # 1 + 2 * 2 + 1 commands, under the record-ahead request (8): none recorded before the
-        # read's flush.
-        needed = Nx.exp(x)
-        later = for _ <- 1..2, do: y |> Nx.sin() |> Nx.negate()
-        # One that reads what the read needs (it must not run before what it reads is written).
-        after_needed = Nx.tanh(needed)
-        assert Nx.to_binary(needed) == expected.(&Nx.exp/1, x)
-        # The needed command and at most a staging copy: not the 5 queued after it.
-        assert_receive {:flush, commands, :download}
-        assert commands <= 2
-        sin_neg = expected.(&(&1 |> Nx.sin() |> Nx.negate()), y)
-        assert Enum.all?(later, &(Nx.to_binary(&1) == sin_neg))
-        assert Nx.to_binary(after_needed) == expected.(&(&1 |> Nx.exp() |> Nx.tanh()), x)
-      end
-    after
-      :telemetry.detach(id)
-    end
-  end
 end

@@ -297,9 +297,7 @@ enum Control {
     /// queued after it waits for this (set_gpu_timing).
     Drain(Option<Sender<()>>),
     /// Record what is pending, submit, wait, and reply with the first error since the last flush.
-    /// With buffers (a read's), the reply waits only for the commands those buffers need (see
-    /// `needed_by`); the rest go to the GPU after it.
-    Flush(FlushReason, Sender<Result<()>>, Option<SmallVec<[u64; 2]>>),
+    Flush(FlushReason, Sender<Result<()>>),
     /// Record what is pending, then submit and retire the oldest submissions until the queue is
     /// back within its bound; reply when it is.
     Throttle(Sender<()>),
@@ -632,16 +630,6 @@ fn batch_max() -> usize {
 
 /// Submits everything pending and waits for it; returns the first error recorded since the last flush.
 pub fn flush(reason: FlushReason) -> Result<()> {
-    flush_with(reason, None)
-}
-
-/// A flush for a host read of `buffers` (their handles): returns once every command they depend
-/// on has completed, whatever else is still queued or running (see `needed_by`).
-pub fn flush_for(reason: FlushReason, buffers: &[u64]) -> Result<()> {
-    flush_with(reason, Some(buffers.into()))
-}
-
-fn flush_with(reason: FlushReason, buffers: Option<SmallVec<[u64; 2]>>) -> Result<()> {
     let (tx, rx) = bounded(1);
     let q = queue();
     // The flush takes everything sent so far: the next record-ahead request counts from here, so
@@ -650,7 +638,7 @@ fn flush_with(reason: FlushReason, buffers: Option<SmallVec<[u64; 2]>>) -> Resul
     q.sent.drain_asked_at.store(q.sent.commands.load(Ordering::Relaxed), Ordering::Relaxed);
     q
         .control
-        .send(Control::Flush(reason, tx, buffers))
+        .send(Control::Flush(reason, tx))
         .map_err(|_| stopped())?;
     await_reply(&rx, flush_spin_budget())?
 }
@@ -678,26 +666,11 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                     let _ = reply.send(());
                 }
             }
-            Control::Flush(reason, reply, buffers) => {
+            Control::Flush(reason, reply) => {
                 let started = Instant::now();
                 let recorded = stats().recorded.load(Ordering::Relaxed);
                 stats().flushes[reason as usize].fetch_add(1, Ordering::Relaxed);
-                // The caller needs the work done, not its resources released: the flush answers
-                // once every fence has signalled and releases after (dropping a submission's
-                // commands and command buffer took ~8 us for 43 commands on lavapipe), except
-                // where the caller needs the release itself (a reclaim retries an allocation)
-                // or the GPU times it reads (taken when a submission retires).
-                let release_first = matches!(reason, FlushReason::Reclaim) || timing_mode().is_some();
-                // A read's flush records what the read needs first; the rest waits for the reply.
-                let mut rest = Vec::new();
-                match buffers.filter(|_| !release_first && *READ_NEEDED) {
-                    Some(buffers) => {
-                        let (needed, others) = needed_by(recorder.take_everything(pending), &buffers);
-                        recorder.record_all(needed);
-                        rest = others;
-                    }
-                    None => recorder.drain(pending, true),
-                }
+                recorder.drain(pending, true);
                 // A flush with nothing queued since the last one returns without a fence wait.
                 // Counted by what was queued, not by what is still on the GPU, so the count does
                 // not depend on how far the GPU got (early and idle submission).
@@ -705,6 +678,12 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                     stats().host_syncs[reason as usize].fetch_add(1, Ordering::Relaxed);
                 }
                 recorder.taken_at_flush = recorder.taken_commands;
+                // The caller needs the work done, not its resources released: the flush answers
+                // once every fence has signalled and releases after (dropping a submission's
+                // commands and command buffer took ~8 us for 43 commands on lavapipe), except
+                // where the caller needs the release itself (a reclaim retries an allocation)
+                // or the GPU times it reads (taken when a submission retires).
+                let release_first = matches!(reason, FlushReason::Reclaim) || timing_mode().is_some();
                 let name = FLUSH_REASON_NAMES[reason as usize];
                 recorder.guarded(|r| r.submit(release_first, name));
                 if !release_first {
@@ -712,17 +691,12 @@ fn gpu_thread(pending: &Pending, control: Receiver<Control>) {
                 }
                 let _ = reply.send(recorder.error.take().map_or(Ok(()), Err));
                 let waited = started.elapsed();
-                let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 // Signalled already: no wait (each call takes one off). An error here goes to
                 // the next flush.
                 while !recorder.in_flight.is_empty() {
                     recorder.guarded(|r| r.retire_oldest(Duration::ZERO));
                 }
-                // What the read did not need goes to the GPU now (its errors go to the next flush).
-                if !rest.is_empty() {
-                    recorder.record_all(rest);
-                    recorder.guarded(|r| r.submit(false, name));
-                }
+                let commands = stats().recorded.load(Ordering::Relaxed) - recorded;
                 crate::events::flush(reason, commands, waited.as_micros() as u64);
             }
             Control::Throttle(reply) => {
@@ -793,10 +767,6 @@ fn next_message(control: &Receiver<Control>, recorder: &mut Recorder) -> Option<
 /// (48.1 against 34.5 us an iteration) and the Evaluator's (113.4 against 97.4), with no gain the
 /// host's noise let through on the MNIST step; kept to measure on other devices.
 static IDLE_DRAIN: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_IDLE_DRAIN") == Some(true));
-
-/// NXV_READ_NEEDED=0 (read once): a read's flush waits for everything queued, as before
-/// `needed_by` (to measure what waiting only for what the read needs saves).
-static READ_NEEDED: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_READ_NEEDED") != Some(false));
 
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
 struct OpenBatch {
@@ -930,44 +900,6 @@ const REORDER_WINDOW: usize = 16;
 
 /// NXV_REORDER=0 (read once) records commands in arrival order (to measure what `by_level` saves).
 static REORDER: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_REORDER") != Some(false));
-
-/// Splits `commands` (in arrival order) into those a host read of `buffers` waits for and the
-/// rest, each in its order: a command is needed where it writes what the read or a needed
-/// command after it reads or writes, or reads what a needed command after it writes. A command
-/// left out therefore touches nothing the needed ones after it touch, so recording the needed
-/// ones first computes what arrival order would (as `by_level`'s reordering does); a program or
-/// a device loop (whose buffers are not all known here) is needed, with everything before it.
-/// In a training step read for its loss, the gradient ops queued last stay off the read's path
-/// (the GPU runs them after it, while the BEAM queues the next step).
-fn needed_by(commands: Vec<Queued>, buffers: &[u64]) -> (Vec<Queued>, Vec<Queued>) {
-    let mut read: foldhash::HashSet<u64> = buffers.iter().copied().collect();
-    let mut written = foldhash::HashSet::default();
-    let mut needed = vec![false; commands.len()];
-    for (i, queued) in commands.iter().enumerate().rev() {
-        if matches!(queued.command, Command::Program(_) | Command::Loop(_)) {
-            needed[..=i].fill(true);
-            break;
-        }
-        let (reads, writes) = queued.command.accesses();
-        if writes.iter().any(|w| read.contains(w) || written.contains(w)) || reads.iter().any(|r| written.contains(r)) {
-            needed[i] = true;
-            read.extend(reads);
-            written.extend(writes);
-        }
-    }
-    if needed.iter().all(|&n| n) {
-        return (commands, Vec::new());
-    }
-    let (mut first, mut rest) = (Vec::new(), Vec::new());
-    for (queued, needed) in commands.into_iter().zip(needed) {
-        if needed {
-            first.push(queued);
-        } else {
-            rest.push(queued);
-        }
-    }
-    (first, rest)
-}
 
 /// Puts each run of dispatches and copies in `window` (a program or a device loop stays where it
 /// is, and so splits the runs) in order of dependency level, stably: a command goes after every
@@ -1437,7 +1369,15 @@ impl Recorder {
                 break;
             }
             self.taken_commands += taken.len();
-            self.record_windows(&mut window, taken.drain(..));
+            let mut commands = taken.drain(..);
+            loop {
+                window.extend(commands.by_ref().take(REORDER_WINDOW - window.len()));
+                // A window not full waits for the next take, or the end.
+                if window.len() < REORDER_WINDOW {
+                    break;
+                }
+                self.record_window(&mut window, false);
+            }
         }
         if !window.is_empty() {
             self.record_window(&mut window, last);
@@ -1445,42 +1385,6 @@ impl Recorder {
         // Emptied, their capacity kept for the next swap.
         self.taken = taken;
         self.held = window;
-    }
-
-    /// Everything queued and not recorded (held, then pending), in arrival order.
-    fn take_everything(&mut self, pending: &Pending) -> Vec<Queued> {
-        queue().drain_requested.swap(false, Ordering::AcqRel);
-        let mut all = std::mem::take(&mut self.held);
-        loop {
-            pending.take(&mut self.taken);
-            if self.taken.is_empty() {
-                return all;
-            }
-            self.taken_commands += self.taken.len();
-            all.append(&mut self.taken);
-        }
-    }
-
-    /// Records `commands`, all of them, in windows (as `drain` with `last`).
-    fn record_all(&mut self, commands: Vec<Queued>) {
-        let mut window = Vec::with_capacity(REORDER_WINDOW);
-        self.record_windows(&mut window, commands.into_iter());
-        if !window.is_empty() {
-            self.record_window(&mut window, true);
-        }
-    }
-
-    /// Adds `commands` to `window`, recording each window that fills (what window fusion holds
-    /// of it opens the next); leaves the last, not full, in `window`.
-    fn record_windows(&mut self, window: &mut Vec<Queued>, mut commands: impl Iterator<Item = Queued>) {
-        loop {
-            window.extend(commands.by_ref().take(REORDER_WINDOW - window.len()));
-            // A window not full waits for more commands, or the end.
-            if window.len() < REORDER_WINDOW {
-                return;
-            }
-            self.record_window(window, false);
-        }
     }
 
     /// Records `window`'s commands, with window fusion's kernels in place of the chains it has

@@ -836,13 +836,9 @@ fn download<'a>(env: Env<'a>, tensor: BufferRef, bytes: u64, reason: rustler::At
     } else {
         None
     };
-    // Nothing to copy or wait for (an empty tensor without checks to read): no flush. Without
-    // check values to read, the flush waits only for what the bytes read depend on.
-    if checks.reads_values() {
+    // Nothing to copy or wait for (an empty tensor without checks to read): no flush.
+    if bytes > 0 || checks.reads_values() {
         queue::flush(reason)?;
-    } else if bytes > 0 {
-        let read = stage.as_ref().map_or(&buffer, |s| &s.buffer);
-        queue::flush_for(reason, &[queue::handle(read)])?;
     }
     checks.finish(&tensor)?;
     if direct {
