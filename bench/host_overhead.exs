@@ -13,8 +13,9 @@ start_cap = Nx.Vulkan.batch_max()
 Nx.Vulkan.set_batch_max(100_000)
 # Early submission off as well (on GPUs it sends command buffers of a few commands while the GPU
 # has room: Nx.Vulkan.set_submit_commands/1 and the two beside it), so the first passes record
-# one command buffer per flush and show what a command itself costs to record; the last pass
-# restores it and shows what the command buffers cost beside it.
+# one submission per flush (command buffers of 512: queue.rs SEGMENT_COMMANDS) and show what a
+# command itself costs to record; the last pass restores it and shows what the command buffers
+# cost beside it.
 %{submit_bytes: start_bytes, submit_commands: start_commands, submit_idle: start_idle} =
   Nx.Vulkan.stats()
 

@@ -318,8 +318,9 @@ defmodule Nx.Vulkan do
 
   @doc """
   Queue, pipeline-cache and memory counters of `device` (default: the default device; `:device`
-  in the result) since start: dispatches recorded, submissions,
-  flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
+  in the result) since start: dispatches recorded, submissions (and the `command_buffers` they
+  carried: a batch past 512 queue entries records as command buffers of 512, submitted
+  together), flushes by reason, host syncs by reason, GPU-thread time spent recording/submitting/waiting
   (ns), GPU time (ns, with `set_gpu_timing/1`), pipelines created vs cache hits (and the time
   spent creating them, `pipeline_create_us`, of which `pipeline_driver_us` inside the driver's
   vkCreateComputePipelines; what the on-disk cache held at start,

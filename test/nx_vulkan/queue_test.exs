@@ -142,6 +142,40 @@ defmodule Nx.Vulkan.QueueTest do
     assert after_run.flushes.batch_cap > before.flushes.batch_cap
   end
 
+  # queue.rs SEGMENT_COMMANDS: a batch past 512 queue entries records as several command buffers
+  # (drivers record a command slower in very long ones), submitted together with one fence. A
+  # chain runs across the segments' boundaries and independent reads of its early links come
+  # after them: every result as the BinaryBackend's, one submission.
+  test "a long batch records as several command buffers in one submission" do
+    Nx.Vulkan.set_batch_max(100_000)
+    Nx.Vulkan.set_submit_commands(0)
+    Nx.Vulkan.set_submit_bytes(0)
+    x = random({64})
+    Nx.Vulkan.flush()
+    before = Nx.Vulkan.stats()
+
+    links =
+      Enum.scan(1..700, x, fn i, acc -> acc |> Nx.multiply(1.0001) |> Nx.add(i * 1.0e-3) end)
+
+    # Read after the chain has moved on: these depend on links recorded segments earlier.
+    late = for link <- Enum.take_every(links, 50), do: Nx.subtract(link, x)
+    Nx.Vulkan.flush()
+    s = Nx.Vulkan.stats()
+    assert s.recorded - before.recorded >= 1400
+    assert s.submissions - before.submissions == 1
+    assert s.command_buffers - before.command_buffers >= 3
+
+    host = Nx.backend_copy(x, Nx.BinaryBackend)
+
+    expected =
+      Enum.scan(1..700, host, fn i, acc -> acc |> Nx.multiply(1.0001) |> Nx.add(i * 1.0e-3) end)
+
+    assert Enum.map(links, &Nx.to_binary/1) == Enum.map(expected, &Nx.to_binary/1)
+
+    assert Enum.map(late, &Nx.to_binary/1) ==
+             Enum.map(Enum.take_every(expected, 50), &Nx.to_binary(Nx.subtract(&1, host)))
+  end
+
   test "cap 0 submits every command on its own" do
     Nx.Vulkan.set_batch_max(0)
     before = Nx.Vulkan.stats()

@@ -332,6 +332,7 @@ fn stats(env: Env, index: Option<usize>) -> Result<Term> {
             ("window_unfusable", crate::window_fuse::UNFUSABLE.load(Ordering::Relaxed).encode(env)),
             ("window_building", crate::window_fuse::BUILDING.load(Ordering::Relaxed).encode(env)),
             ("submissions", load(&stats.submissions)),
+            ("command_buffers", load(&stats.command_buffers)),
             ("flushes", flushes),
             ("host_syncs", host_syncs),
             ("record_ns", load(&stats.record_ns)),

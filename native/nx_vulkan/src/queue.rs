@@ -462,12 +462,16 @@ pub struct Stats {
     pub window_replaced: AtomicU64,
     pub window_kernels: AtomicU64,
     pub submissions: AtomicU64,
+    /// Primary command buffers those submissions carried (a long batch records several:
+    /// SEGMENT_COMMANDS).
+    pub command_buffers: AtomicU64,
     pub flushes: [AtomicU64; FLUSH_REASONS],
     /// Flushes whose caller waited on a fence (there was work pending or in flight), by reason.
     pub host_syncs: [AtomicU64; FLUSH_REASONS],
     /// Nanoseconds the GPU thread spent recording, ending + submitting, and waiting on fences.
     pub record_ns: AtomicU64,
-    /// Of record_ns: opening command buffers (allocation and begin).
+    /// Of record_ns: opening command buffers (allocation and begin; for a long batch's later
+    /// segments, ending the one before as well).
     pub record_begin_ns: AtomicU64,
     /// Of record_ns: the driver's calls that record dispatches and their barriers, measured only
     /// with NXV_PROFILE_RECORDING=1 (two more clock reads a command).
@@ -490,6 +494,7 @@ impl Stats {
             window_replaced: AtomicU64::new(0),
             window_kernels: AtomicU64::new(0),
             submissions: AtomicU64::new(0),
+            command_buffers: AtomicU64::new(0),
             flushes: [const { AtomicU64::new(0) }; FLUSH_REASONS],
             host_syncs: [const { AtomicU64::new(0) }; FLUSH_REASONS],
             record_ns: AtomicU64::new(0),
@@ -770,7 +775,14 @@ static IDLE_DRAIN: Lazy<bool> = Lazy::new(|| crate::policy::env_switch("NXV_IDLE
 
 /// The command buffer being recorded, with the commands it uses (kept alive until its fence).
 struct OpenBatch {
+    /// The command buffer being recorded: the batch's last (see `sealed`).
     cb: RecordingCommandBuffer,
+    /// The batch's earlier command buffers, ended at SEGMENT_COMMANDS commands each and submitted
+    /// with `cb` in one vkQueueSubmit (one fence): a long batch records as segments of moderate
+    /// length, where drivers record a command fastest.
+    sealed: Vec<CommandBuffer>,
+    /// `commands.len()` when `cb` was begun.
+    segment_start: usize,
     commands: Vec<Queued>,
     hazards: Hazards,
     timestamps: Option<Arc<QueryPool>>,
@@ -781,6 +793,34 @@ struct OpenBatch {
     written_bytes: u64,
     /// The pipeline bound last, so consecutive dispatches of one kernel bind it once.
     bound_pipeline: vk::Pipeline,
+}
+
+/// Queue entries a command buffer of a batch holds before the next begins (`OpenBatch::sealed`).
+/// A command costs a driver more to record in a very long command buffer: H100, driver
+/// 580.159.04, bench/host_overhead.exs's batches of 5000 alternated three times on one host
+/// (2026-12-07): 2.98 / 2.84 / 2.57 us a command as segments of 512 against 6.93 / 8.01 / 5.90 in
+/// one command buffer, the driver's dispatch calls 1.61 against 5.27 us (record_probe earlier:
+/// 403 ns a dispatch in command buffers of 2000, 770 in ones of 20000). A segment's own cost
+/// (ending one, beginning the next: a few us there) is then ~0.01 us a command. Batches within
+/// the default cap (64) never reach it.
+const SEGMENT_COMMANDS: usize = 512;
+
+impl OpenBatch {
+    /// Ends the command buffer being recorded and begins the next one of the batch. Barriers need
+    /// nothing here (the hazard sets follow the queue, and a barrier's first scope is everything
+    /// earlier in submission order); the bound pipeline does not carry over to a new command
+    /// buffer.
+    fn seal_segment(&mut self) -> Result<()> {
+        let started = Instant::now();
+        let next = command_buffer(CommandBufferLevel::Primary, CommandBufferUsage::OneTimeSubmit, None)?;
+        let ended = unsafe { std::mem::replace(&mut self.cb, next).end() }
+            .map_err(|e| Error::vulkan("ending a command buffer", e))?;
+        self.sealed.push(ended);
+        self.segment_start = self.commands.len();
+        self.bound_pipeline = vk::Pipeline::null();
+        stats().record_begin_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -813,7 +853,8 @@ struct Recorder {
 /// A submitted command buffer and everything it uses, kept until its fence signals.
 struct InFlight {
     fence: Arc<Fence>,
-    _cb: CommandBuffer,
+    /// Its command buffers (the sealed segments, then the last), kept until the fence signals.
+    _cbs: Vec<CommandBuffer>,
     commands: Vec<Queued>,
     timestamps: Option<Arc<QueryPool>>,
     per_command: bool,
@@ -1564,6 +1605,8 @@ impl Recorder {
         stats().record_begin_ns.fetch_add(opened_ns, Ordering::Relaxed);
         Ok(OpenBatch {
             cb,
+            sealed: Vec::new(),
+            segment_start: 0,
             commands: Vec::with_capacity(batch_max().min(1024)),
             hazards: std::mem::take(&mut self.carried_hazards),
             timestamps,
@@ -1610,6 +1653,9 @@ impl Recorder {
         if let Some(pool) = batch.timestamps.as_ref().filter(|_| batch.per_command) {
             // After command i (1-based): its end, and the next one's start.
             unsafe { batch.cb.write_timestamp_unchecked(pool, batch.commands.len() as u32, PipelineStage::BottomOfPipe) };
+        }
+        if batch.commands.len() - batch.segment_start >= SEGMENT_COMMANDS {
+            batch.seal_segment()?;
         }
         batch.recording_ns += started.elapsed().saturating_sub(waited).as_nanos() as u64;
         Ok(())
@@ -1768,13 +1814,15 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
+            let mut cbs = std::mem::take(&mut batch.sealed);
+            cbs.push(cb);
             stats().recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
             stats().record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest(spin_budget())?;
             }
             let fence = self.fence()?;
-            let cb_handles = [cb.handle()];
+            let cb_handles: SmallVec<[vk::CommandBuffer; 4]> = cbs.iter().map(|cb| cb.handle()).collect();
             let submit = vk::SubmitInfo::default().command_buffers(&cb_handles);
             let status = c.queue.with(|_guard| unsafe {
                 (c.device.fns().v1_0.queue_submit)(c.queue.handle(), 1, &submit, fence.handle())
@@ -1784,13 +1832,14 @@ impl Recorder {
                 return Err(Error::Vulkan(format!("vkQueueSubmit failed: {status:?}")));
             }
             stats().submissions.fetch_add(1, Ordering::Relaxed);
+            stats().command_buffers.fetch_add(cbs.len() as u64, Ordering::Relaxed);
             let submitted = Instant::now();
             let submit_ns = (submitted - started).as_nanos() as u64;
             stats().submit_ns.fetch_add(submit_ns, Ordering::Relaxed);
             crate::events::submit(reason, batch.commands.len(), (batch.recording_ns + submit_ns) / 1000);
             self.in_flight.push_back(InFlight {
                 fence,
-                _cb: cb,
+                _cbs: cbs,
                 commands: batch.commands,
                 timestamps: batch.timestamps,
                 per_command: batch.per_command,
