@@ -67,7 +67,8 @@ defmodule Nx.Vulkan do
 
   `:telemetry` events (all measurements in microseconds where timed):
 
-    * `[:nx_vulkan, :submit]` - a command buffer went to the GPU. Measurements: `commands`,
+    * `[:nx_vulkan, :submit]` - a batch went to the GPU (one submission: one command buffer, or
+      several of 512 commands for a longer batch). Measurements: `commands`,
       `duration_us` (the GPU thread's recording and submitting). Metadata: `reason`
       (`:batch_cap`, `:work` (see `NXV_SUBMIT_BYTES`), `:commands` (see `NXV_SUBMIT_COMMANDS`), `:idle` (see `NXV_SUBMIT_IDLE`), `:program` (a compiled program's replay, submitted once
       recorded), `:gpu_timing` (a batch opened before `set_gpu_timing/1` changed the setting,
