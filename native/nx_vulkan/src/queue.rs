@@ -853,8 +853,9 @@ struct Recorder {
 /// A submitted command buffer and everything it uses, kept until its fence signals.
 struct InFlight {
     fence: Arc<Fence>,
-    /// Its command buffers (the sealed segments, then the last), kept until the fence signals.
-    _cbs: Vec<CommandBuffer>,
+    _cb: CommandBuffer,
+    /// A long batch's earlier command buffers (`OpenBatch::sealed`; empty, unallocated, for most).
+    _sealed: Vec<CommandBuffer>,
     commands: Vec<Queued>,
     timestamps: Option<Arc<QueryPool>>,
     per_command: bool,
@@ -1814,15 +1815,15 @@ impl Recorder {
             }
             let cb: CommandBuffer =
                 unsafe { batch.cb.end() }.map_err(|e| Error::vulkan("ending a command buffer", e))?;
-            let mut cbs = std::mem::take(&mut batch.sealed);
-            cbs.push(cb);
             stats().recorded.fetch_add(batch.commands.iter().map(|q| q.command.recorded()).sum(), Ordering::Relaxed);
             stats().record_ns.fetch_add(batch.recording_ns, Ordering::Relaxed);
             while self.in_flight.len() >= MAX_IN_FLIGHT {
                 self.retire_oldest(spin_budget())?;
             }
             let fence = self.fence()?;
-            let cb_handles: SmallVec<[vk::CommandBuffer; 4]> = cbs.iter().map(|cb| cb.handle()).collect();
+            // The sealed segments first, then the last: submission order is recording order.
+            let cb_handles: SmallVec<[vk::CommandBuffer; 4]> =
+                batch.sealed.iter().chain([&cb]).map(|cb| cb.handle()).collect();
             let submit = vk::SubmitInfo::default().command_buffers(&cb_handles);
             let status = c.queue.with(|_guard| unsafe {
                 (c.device.fns().v1_0.queue_submit)(c.queue.handle(), 1, &submit, fence.handle())
@@ -1832,14 +1833,15 @@ impl Recorder {
                 return Err(Error::Vulkan(format!("vkQueueSubmit failed: {status:?}")));
             }
             stats().submissions.fetch_add(1, Ordering::Relaxed);
-            stats().command_buffers.fetch_add(cbs.len() as u64, Ordering::Relaxed);
+            stats().command_buffers.fetch_add(cb_handles.len() as u64, Ordering::Relaxed);
             let submitted = Instant::now();
             let submit_ns = (submitted - started).as_nanos() as u64;
             stats().submit_ns.fetch_add(submit_ns, Ordering::Relaxed);
             crate::events::submit(reason, batch.commands.len(), (batch.recording_ns + submit_ns) / 1000);
             self.in_flight.push_back(InFlight {
                 fence,
-                _cbs: cbs,
+                _cb: cb,
+                _sealed: batch.sealed,
                 commands: batch.commands,
                 timestamps: batch.timestamps,
                 per_command: batch.per_command,
